@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs the Debian packages one door of the Makefile needs, and only the
+# missing ones. Doors are cumulative: test includes run, bench includes test.
+# As root it installs; as anyone else it says what is missing and returns 0,
+# so the caller can try anyway.
+#
+# Usage: scripts/deps.sh [run|test|bench]     (default: run)
+set -euo pipefail
+
+run_pkgs=(build-essential pkg-config meson ninja-build libuv1-dev node-llhttp
+          libsqlite3-dev libjansson-dev libssl-dev)
+# clang and its runtime are for the libFuzzer smoke run, PostgreSQL for the
+# pg store backend, curl for poking a running server by hand.
+test_pkgs=(libcriterion-dev libcurl4-openssl-dev clang libclang-rt-14-dev
+           postgresql libpq-dev curl)
+# gnuplot-nox rather than gnuplot: the metapackage picks gnuplot-qt and drags
+# in Qt and X11 for a machine that only writes PNGs.
+bench_pkgs=(wrk gnuplot-nox nginx-light hyperfine)
+
+case "${1:-run}" in
+run)   want=("${run_pkgs[@]}") ;;
+test)  want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
+bench) want=("${run_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+*)     echo "usage: $0 [run|test|bench]" >&2; exit 2 ;;
+esac
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "deps.sh: not a Debian system; make sure the equivalents of these are installed:" >&2
+    echo "  ${want[*]}" >&2
+    exit 0
+fi
+
+# One dpkg-query for the whole list keeps the all-present case fast. Names
+# dpkg has never seen print nothing (and make it exit 1, hence the || true);
+# the fourth field is the package state, and only "installed" counts, not
+# config-files or half-installed.
+installed=" $({ dpkg-query -W -f='${Package} ${Status}\n' "${want[@]}" 2>/dev/null || true; } |
+              awk '$4 == "installed" { printf "%s ", $1 }')"
+missing=()
+for p in "${want[@]}"; do
+    [[ $installed == *" $p "* ]] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: missing Debian packages: ${missing[*]}" >&2
+    echo "deps.sh: install them with: sudo apt-get install ${missing[*]}" >&2
+    echo "deps.sh: not root, so trying anyway" >&2
+    exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+echo "deps.sh: installing ${missing[*]}" >&2
+# -qq keeps apt's progress out; errors still reach stderr, and dpkg's own
+# chatter is kept in $log and shown only if the install fails.
+if ! apt-get update -qq >"$log" ||
+   ! apt-get install -y -qq --no-install-recommends \
+        -o DPkg::Lock::Timeout=300 "${missing[@]}" >>"$log"; then
+    cat "$log" >&2
+    echo "deps.sh: apt-get failed installing: ${missing[*]}" >&2
+    exit 1
+fi

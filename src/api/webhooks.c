@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT
+ * /api/webhooks: create (validated, optionally signed and idempotent), list
+ * (paged or streamed), get and delete. Each handler fills its request's
+ * store op and answers from the op's callbacks. */
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <strings.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "config.h"
+#include "http/query.h"
+#include "http/resp.h"
+#include "http/server.h"
+#include "json/webhook_json.h"
+
+#define LIST_DEFAULT 100
+#define LIST_MAX 1000
+#define STREAM_BATCH 500
+#define IDEM_KEY_MAX 255
+
+static struct hk_store_loop *sl_of(struct hk_req *r)
+{
+    return r->s->w->sl;
+}
+
+static void submit(struct hk_req *r)
+{
+    int rc = hk_store_submit(sl_of(r), &r->op);
+    if (rc < 0)
+        hk_resp_store_error(r, rc);
+}
+
+/* --- create --- */
+
+static int json_content_type(const char *ct, size_t n)
+{
+    if (!ct)
+        return 0;
+    const char *semi = memchr(ct, ';', n);
+    size_t len = semi ? (size_t)(semi - ct) : n;
+    while (len && (ct[len - 1] == ' ' || ct[len - 1] == '\t'))
+        len--;
+    if (len == 16 && strncasecmp(ct, "application/json", 16) == 0)
+        return 1;
+    /* application/<anything>+json, e.g. application/cloudevents+json */
+    return len > 17 && strncasecmp(ct, "application/", 12) == 0 && strncasecmp(ct + len - 5, "+json", 5) == 0;
+}
+
+/* GitHub's scheme: X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>. */
+static int signature_ok(struct hk_req *r)
+{
+    const struct hk_config *cfg = r->s->w->cfg;
+    if (!r->signature || r->signature_len != 7 + 64 || strncasecmp(r->signature, "sha256=", 7) != 0)
+        return 0;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mlen = 0;
+    if (!HMAC(EVP_sha256(), cfg->webhook_secret, (int)cfg->webhook_secret_len,
+              (const unsigned char *)r->body->p, r->body->len, mac, &mlen) || mlen != 32)
+        return 0;
+    unsigned char given[32];
+    for (int i = 0; i < 32; i++) {
+        int v = 0;
+        for (int j = 0; j < 2; j++) {
+            char c = r->signature[7 + 2 * i + j];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                return 0;
+            v = v << 4 | d;
+        }
+        given[i] = (unsigned char)v;
+    }
+    return CRYPTO_memcmp(given, mac, 32) == 0;
+}
+
+static void create_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    struct hk_req *r = op->data;
+    hk_webhook_encode(hk_resp_body(r), row);
+    char loc[48];
+    int n = snprintf(loc, sizeof loc, "/api/webhooks/%lld", (long long)row->id);
+    hk_resp_header(r, "Location", loc, (size_t)n);
+}
+
+static void create_done(struct hk_store_op *op)
+{
+    struct hk_req *r = op->data;
+    if (op->status < 0) {
+        r->s->rhdr.len = 0;
+        hk_resp_store_error(r, op->status);
+        return;
+    }
+    if (op->replayed)
+        hk_resp_header(r, "Idempotent-Replayed", "true", 4);
+    hk_resp_send(r, op->replayed ? 200 : 201, HK_CT_JSON);
+}
+
+static void violations(struct hk_req *r, const struct hk_webhook_in *in)
+{
+    struct hk_buf *b = hk_resp_body(r);
+    b->len = 0;
+    hk_buf_puts(b, "{\"type\":\"about:blank\",\"title\":\"Constraint Violation\",\"status\":400,"
+                   "\"detail\":\"the request body violates the WebhookRequest constraints\",\"violations\":[");
+    for (int i = 0; i < in->nv; i++) {
+        hk_buf_puts(b, i ? ",{\"field\":" : "{\"field\":");
+        hk_buf_put_json_str(b, in->v[i].field, strlen(in->v[i].field));
+        hk_buf_puts(b, ",\"message\":");
+        hk_buf_put_json_str(b, in->v[i].message, strlen(in->v[i].message));
+        hk_buf_putc(b, '}');
+    }
+    hk_buf_puts(b, "]}");
+    hk_resp_send(r, 400, HK_CT_PROBLEM);
+}
+
+static int idem_key_ok(const char *k, size_t n)
+{
+    if (n == 0 || n > IDEM_KEY_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] < 0x20 || (unsigned char)k[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+void hk_api_webhook_create(struct hk_req *r)
+{
+    const struct hk_config *cfg = r->s->w->cfg;
+    if (!json_content_type(r->content_type, r->content_type_len)) {
+        hk_resp_problem(r, 415, NULL, "Content-Type must be application/json");
+        return;
+    }
+    if (cfg->webhook_secret && !signature_ok(r)) {
+        hk_resp_header(r, "WWW-Authenticate", "HMAC-SHA256 header=\"X-Hub-Signature-256\"", 40);
+        hk_resp_problem(r, 401, NULL, "missing or invalid X-Hub-Signature-256 (sha256=<hex HMAC of the body>)");
+        return;
+    }
+    if (r->idem_key && !idem_key_ok(r->idem_key, r->idem_key_len)) {
+        hk_resp_problem(r, 400, NULL, "Idempotency-Key must be 1 to %d printable ASCII characters", IDEM_KEY_MAX);
+        return;
+    }
+    r->win_used = true;
+    enum hk_decode_result dr = hk_webhook_decode(r->body->p ? r->body->p : "", r->body->len, &r->win);
+    if (dr == HK_DECODE_SYNTAX) {
+        hk_resp_problem(r, 400, NULL, "invalid JSON at line %d, column %d (position %zu): %s", r->win.err_line,
+                        r->win.err_column, r->win.err_position, r->win.err_text);
+        return;
+    }
+    if (dr == HK_DECODE_INVALID) {
+        violations(r, &r->win);
+        return;
+    }
+    struct hk_store_op *op = &r->op;
+    memset(op, 0, sizeof *op);
+    op->kind = HK_OP_INSERT;
+    op->row = r->win.row;
+    op->idem_key = r->idem_key;
+    op->on_row = create_row;
+    op->on_done = create_done;
+    op->data = r;
+    submit(r);
+}
+
+/* --- get / delete --- */
+
+/* Strict: 1..19 digits, no sign, no leading junk, fits int64, > 0. */
+static int parse_id(const char *p, size_t n, int64_t *out)
+{
+    if (n == 0 || n > 19)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    if (v == 0 || v > INT64_MAX)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+static void get_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    hk_webhook_encode(hk_resp_body(op->data), row);
+}
+
+static void get_done(struct hk_store_op *op)
+{
+    struct hk_req *r = op->data;
+    if (op->status < 0)
+        hk_resp_store_error(r, op->status);
+    else
+        hk_resp_send(r, 200, HK_CT_JSON);
+}
+
+static void delete_done(struct hk_store_op *op)
+{
+    struct hk_req *r = op->data;
+    if (op->status < 0)
+        hk_resp_store_error(r, op->status);
+    else
+        hk_resp_send(r, 204, NULL);
+}
+
+static void by_id(struct hk_req *r, enum hk_op_kind kind)
+{
+    struct hk_store_op *op = &r->op;
+    memset(op, 0, sizeof *op);
+    if (parse_id(r->param, r->param_len, &op->id) < 0) {
+        hk_resp_problem(r, 404, NULL, "webhook not found (ids are positive integers)");
+        return;
+    }
+    op->kind = kind;
+    op->on_row = kind == HK_OP_GET ? get_row : NULL;
+    op->on_done = kind == HK_OP_GET ? get_done : delete_done;
+    op->data = r;
+    submit(r);
+}
+
+void hk_api_webhook_get(struct hk_req *r)
+{
+    by_id(r, HK_OP_GET);
+}
+
+void hk_api_webhook_delete(struct hk_req *r)
+{
+    by_id(r, HK_OP_DELETE);
+}
+
+/* --- list --- */
+
+static void list_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    struct hk_req *r = op->data;
+    struct hk_buf *b = hk_resp_body(r);
+    if (!r->first_row)
+        hk_buf_putc(b, ',');
+    r->first_row = false;
+    hk_webhook_encode(b, row);
+}
+
+static void stream_next(struct hk_req *r)
+{
+    hk_store_list_next(sl_of(r), &r->op);
+}
+
+static void stream_abort(struct hk_req *r)
+{
+    hk_store_list_close(sl_of(r), &r->op);
+    hk_resp_end_stream(r);
+}
+
+static void list_done(struct hk_store_op *op)
+{
+    struct hk_req *r = op->data;
+    if (op->status < 0) {
+        if (op->more)
+            hk_store_list_close(sl_of(r), op);
+        if (r->streaming) {
+            hk_resp_abort_stream(r);
+            return;
+        }
+        hk_resp_body(r)->len = 0;
+        hk_resp_store_error(r, op->status);
+        return;
+    }
+    if (!op->list.stream) {
+        hk_buf_putc(hk_resp_body(r), ']');
+        hk_resp_send(r, 200, HK_CT_JSON);
+        return;
+    }
+    if (!r->streaming)
+        hk_resp_begin_stream(r, 200, HK_CT_JSON);
+    if (!op->more) {
+        hk_buf_putc(hk_resp_body(r), ']');
+        hk_resp_end_stream(r);
+        return;
+    }
+    hk_resp_chunk(r);
+    hk_resp_wait_drain(r, stream_next, stream_abort);
+}
+
+static int query_str(struct hk_req *r, const char *name, size_t max, size_t *used, const char **out, size_t *olen)
+{
+    size_t vlen;
+    const char *v = hk_query_raw(r->query, r->query_len, name, &vlen);
+    *out = NULL;
+    *olen = 0;
+    if (!v)
+        return 0;
+    long n = hk_url_decode(v, vlen, r->scratch + *used, sizeof r->scratch - *used);
+    if (n < 0) {
+        hk_resp_problem(r, 400, NULL, "query parameter %s is not a valid percent-encoded value", name);
+        return -1;
+    }
+    if ((size_t)n > max) {
+        hk_resp_problem(r, 400, NULL, "query parameter %s is longer than %zu bytes", name, max);
+        return -1;
+    }
+    *out = r->scratch + *used;
+    *olen = (size_t)n;
+    *used += (size_t)n;
+    return 0;
+}
+
+static int query_int(struct hk_req *r, const char *name, int64_t min, int64_t max, int64_t *out)
+{
+    size_t vlen;
+    const char *v = hk_query_raw(r->query, r->query_len, name, &vlen);
+    if (!v)
+        return 0;
+    char tmp[24];
+    if (vlen >= sizeof tmp || (memcpy(tmp, v, vlen), tmp[vlen] = 0, hk_parse_int(tmp, min, max, out) < 0)) {
+        hk_resp_problem(r, 400, NULL, "query parameter %s must be an integer from %lld to %lld", name,
+                        (long long)min, (long long)max);
+        return -1;
+    }
+    return 0;
+}
+
+void hk_api_webhook_list(struct hk_req *r)
+{
+    struct hk_store_op *op = &r->op;
+    memset(op, 0, sizeof *op);
+    struct hk_list_query *q = &op->list;
+    int64_t limit = LIST_DEFAULT, before = 0;
+    size_t used = 0;
+    if (query_int(r, "limit", 1, LIST_MAX, &limit) < 0 || query_int(r, "before", 1, INT64_MAX, &before) < 0 ||
+        query_str(r, "source", 4 * HK_SOURCE_MAX, &used, &q->source, &q->source_len) < 0 ||
+        query_str(r, "eventType", 4 * HK_EVENT_TYPE_MAX, &used, &q->event_type, &q->event_type_len) < 0)
+        return;
+    size_t alen;
+    const char *all = hk_query_raw(r->query, r->query_len, "all", &alen);
+    if (all && !(alen == 5 && strncasecmp(all, "false", 5) == 0)) {
+        if (!(alen == 4 && strncasecmp(all, "true", 4) == 0) && alen != 0) {
+            hk_resp_problem(r, 400, NULL, "query parameter all must be true or false");
+            return;
+        }
+        q->stream = true;
+    }
+    q->limit = q->stream ? STREAM_BATCH : (uint32_t)limit;
+    q->before = before;
+    op->kind = HK_OP_LIST;
+    op->on_row = list_row;
+    op->on_done = list_done;
+    op->data = r;
+    r->first_row = true;
+    hk_buf_putc(hk_resp_body(r), '[');
+    submit(r);
+}

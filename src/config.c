@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT
+ * Configuration: one table of options, each settable by environment
+ * variable or --flag, parsed and range-checked before anything starts. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "hk_build.h"
+
+enum opt_type { T_STR, T_INT, T_U32, T_DURATION, T_SYNC, T_LOGLEVEL };
+
+struct opt {
+    const char *env;
+    const char *flag;
+    enum opt_type type;
+    size_t off;
+    int64_t min, max;
+    const char *def;
+    const char *help;
+};
+
+#define OFF(f) offsetof(struct hk_config, f)
+
+static const struct opt opts[] = {
+    {"PORT", "port", T_INT, OFF(port), 0, 65535, "8080", "TCP port (0 picks a free one)"},
+    {"HOOKD_HOST", "host", T_STR, OFF(host), 0, 0, "0.0.0.0", "address to listen on"},
+    {"HOOKD_THREADS", "threads", T_INT, OFF(threads), 1, 1024, NULL,
+     "event loops (default: CPUs available, respecting affinity and cgroup quota)"},
+    {"HOOKD_SQLITE_PATH", "sqlite-path", T_STR, OFF(sqlite_path), 0, 0, "./hookd.db",
+     "SQLite database file (the store when DATABASE_URL is unset)"},
+    {"HOOKD_SQLITE_SYNC", "sqlite-sync", T_SYNC, OFF(sqlite_sync_full), 0, 0, "full",
+     "full: a 201 survives power loss; normal: survives a process crash"},
+    {"DATABASE_URL", "database-url", T_STR, OFF(database_url), 0, 0, NULL,
+     "PostgreSQL connection URI (selects the PostgreSQL store)"},
+    {"HOOKD_MAX_HEADER_BYTES", "max-header-bytes", T_U32, OFF(max_header_bytes), 256, 1 << 20, "16384",
+     "request line + headers limit (431 beyond)"},
+    {"HOOKD_MAX_BODY_BYTES", "max-body-bytes", T_U32, OFF(max_body_bytes), 0, 1 << 30, "1048576",
+     "request body limit (413 beyond)"},
+    {"HOOKD_MAX_CONNECTIONS", "max-connections", T_U32, OFF(max_connections), 1, 1 << 24, "10000",
+     "open connections limit (503 beyond)"},
+    {"HOOKD_HEADER_TIMEOUT", "header-timeout", T_DURATION, OFF(header_timeout_ms), 1, 3600000, "10s",
+     "time to receive a whole request (408 beyond)"},
+    {"HOOKD_IDLE_TIMEOUT", "idle-timeout", T_DURATION, OFF(idle_timeout_ms), 1, 86400000, "60s",
+     "keep-alive idle time before the server closes"},
+    {"HOOKD_DRAIN_TIMEOUT", "drain-timeout", T_DURATION, OFF(drain_timeout_ms), 0, 3600000, "10s",
+     "on SIGTERM, how long in-flight requests may take"},
+    {"HOOKD_WEBHOOK_SECRET", "webhook-secret", T_STR, OFF(webhook_secret), 0, 0, NULL,
+     "require X-Hub-Signature-256 (HMAC-SHA256 of the body) on POST"},
+    {"HOOKD_LOG_LEVEL", "log-level", T_LOGLEVEL, OFF(log_level), 0, 0, "info", "debug, info, warn or error"},
+};
+
+#define NOPTS (sizeof opts / sizeof opts[0])
+
+int hk_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    const char *p = s;
+    if (*p == '-' || *p == '+')
+        p++;
+    if (*p < '0' || *p > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int hk_parse_duration_ms(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    uint64_t mul;
+    if (!*end || strcmp(end, "ms") == 0)
+        mul = 1;
+    else if (strcmp(end, "s") == 0)
+        mul = 1000;
+    else if (strcmp(end, "m") == 0)
+        mul = 60000;
+    else if (strcmp(end, "h") == 0)
+        mul = 3600000;
+    else
+        return -1;
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+/* cgroup v2 cpu.max is "max 100000" or "<quota> <period>"; v1 has two files. */
+static int cgroup_cpu_limit(void)
+{
+    long long quota = -1, period = 0;
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (f) {
+        char q[32];
+        if (fscanf(f, "%31s %lld", q, &period) == 2 && strcmp(q, "max") != 0)
+            quota = atoll(q);
+        fclose(f);
+    } else {
+        f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r");
+        if (f) {
+            if (fscanf(f, "%lld", &quota) != 1)
+                quota = -1;
+            fclose(f);
+        }
+        f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r");
+        if (f) {
+            if (fscanf(f, "%lld", &period) != 1)
+                period = 0;
+            fclose(f);
+        }
+    }
+    if (quota <= 0 || period <= 0)
+        return 0;
+    long long n = (quota + period - 1) / period;
+    return n < 1 ? 1 : (int)n;
+}
+
+int hk_cpus_available(void)
+{
+    cpu_set_t set;
+    int n = 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+    int q = cgroup_cpu_limit();
+    if (q > 0 && q < n)
+        n = q;
+    return n < 1 ? 1 : n;
+}
+
+static int set_opt(struct hk_config *c, const struct opt *o, const char *v, char *err, size_t errlen)
+{
+    char *field = (char *)c + o->off;
+    int64_t i;
+    switch (o->type) {
+    case T_STR: {
+        char **dst = (char **)field;
+        free(*dst);
+        *dst = strdup(v);
+        if (!*dst)
+            abort();
+        return 0;
+    }
+    case T_INT:
+        if (hk_parse_int(v, o->min, o->max, &i) < 0)
+            goto bad_range;
+        *(int *)field = (int)i;
+        return 0;
+    case T_U32:
+        if (hk_parse_int(v, o->min, o->max, &i) < 0)
+            goto bad_range;
+        *(uint32_t *)field = (uint32_t)i;
+        return 0;
+    case T_DURATION: {
+        uint64_t ms;
+        if (hk_parse_duration_ms(v, &ms) < 0 || (int64_t)ms < o->min || (int64_t)ms > o->max) {
+            snprintf(err, errlen, "invalid %s=\"%s\": expected a duration such as 500ms, 10s or 2m", o->env, v);
+            return -1;
+        }
+        *(uint64_t *)field = ms;
+        return 0;
+    }
+    case T_SYNC:
+        if (strcmp(v, "full") == 0)
+            *(bool *)field = true;
+        else if (strcmp(v, "normal") == 0)
+            *(bool *)field = false;
+        else {
+            snprintf(err, errlen, "invalid %s=\"%s\": expected full or normal", o->env, v);
+            return -1;
+        }
+        return 0;
+    case T_LOGLEVEL: {
+        enum hk_log_level lvl;
+        if (hk_log_parse_level(v, &lvl) < 0) {
+            snprintf(err, errlen, "invalid %s=\"%s\": expected debug, info, warn or error", o->env, v);
+            return -1;
+        }
+        *(int *)field = (int)lvl;
+        return 0;
+    }
+    }
+    return 0;
+bad_range:
+    snprintf(err, errlen, "invalid %s=\"%s\": expected an integer from %lld to %lld", o->env, v,
+             (long long)o->min, (long long)o->max);
+    return -1;
+}
+
+static void usage(void)
+{
+    printf("Usage: hookd [--flag value]...\n"
+           "hookd %s: a webhook receiver for scale-to-zero platforms.\n\n"
+           "Every option is an environment variable or a flag (the flag wins):\n",
+           HK_VERSION);
+    for (size_t i = 0; i < NOPTS; i++)
+        printf("  --%-18s %-24s %s%s%s%s\n", opts[i].flag, opts[i].env, opts[i].help,
+               opts[i].def ? " [" : "", opts[i].def ? opts[i].def : "", opts[i].def ? "]" : "");
+    printf("  --help, --version\n");
+}
+
+static int read_secret_file(struct hk_config *c, char *err, size_t errlen)
+{
+    const char *path = getenv("HOOKD_WEBHOOK_SECRET_FILE");
+    if (!path || c->webhook_secret)
+        return 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "invalid HOOKD_WEBHOOK_SECRET_FILE=\"%s\": %s", path, strerror(errno));
+        return -1;
+    }
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        n--;
+    buf[n] = 0;
+    c->webhook_secret = strdup(buf);
+    if (!c->webhook_secret)
+        abort();
+    return 0;
+}
+
+int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < NOPTS; i++)
+        if (opts[i].def && set_opt(c, &opts[i], opts[i].def, err, errlen) < 0)
+            return HK_CONFIG_ERROR;
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *v = getenv(opts[i].env);
+        if (v && set_opt(c, &opts[i], v, err, errlen) < 0)
+            return HK_CONFIG_ERROR;
+    }
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage();
+            return HK_CONFIG_EXIT;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("hookd %s\n", HK_VERSION);
+            return HK_CONFIG_EXIT;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument \"%s\" (see --help)", arg);
+            return HK_CONFIG_ERROR;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const struct opt *o = NULL;
+        for (size_t i = 0; i < NOPTS; i++)
+            if (strlen(opts[i].flag) == nlen && strncmp(opts[i].flag, name, nlen) == 0)
+                o = &opts[i];
+        if (!o) {
+            snprintf(err, errlen, "unknown flag \"%s\" (see --help)", arg);
+            return HK_CONFIG_ERROR;
+        }
+        const char *v = eq ? eq + 1 : NULL;
+        if (!v) {
+            if (a + 1 >= argc) {
+                snprintf(err, errlen, "flag --%s (%s) needs a value", o->flag, o->env);
+                return HK_CONFIG_ERROR;
+            }
+            v = argv[++a];
+        }
+        if (set_opt(c, o, v, err, errlen) < 0)
+            return HK_CONFIG_ERROR;
+    }
+    if (read_secret_file(c, err, errlen) < 0)
+        return HK_CONFIG_ERROR;
+    if (c->webhook_secret)
+        c->webhook_secret_len = strlen(c->webhook_secret);
+    if (c->database_url && !*c->database_url) {
+        free(c->database_url);
+        c->database_url = NULL;
+    }
+    if (c->threads == 0)
+        c->threads = hk_cpus_available();
+    return HK_CONFIG_RUN;
+}
+
+void hk_config_free(struct hk_config *c)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (opts[i].type == T_STR) {
+            char **p = (char **)((char *)c + opts[i].off);
+            free(*p);
+            *p = NULL;
+        }
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT
+ * Configuration: environment variables with matching --flags, validated at
+ * start. A bad value fails fast with one line naming the variable. */
+#ifndef HK_CONFIG_H
+#define HK_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct hk_config {
+    char *host;
+    int port;                  /* 0 = pick a free port */
+    int threads;               /* event loops; 0 = CPUs available */
+    char *sqlite_path;
+    bool sqlite_sync_full;
+    char *database_url;        /* NULL: SQLite */
+    uint32_t max_header_bytes;
+    uint32_t max_body_bytes;
+    uint32_t max_connections;  /* whole process */
+    uint64_t header_timeout_ms;
+    uint64_t idle_timeout_ms;
+    uint64_t drain_timeout_ms;
+    char *webhook_secret;      /* NULL: signatures not required */
+    size_t webhook_secret_len;
+    int log_level;             /* enum hk_log_level */
+};
+
+enum { HK_CONFIG_RUN = 0, HK_CONFIG_EXIT = 1, HK_CONFIG_ERROR = -1 };
+
+/* Fill `c` from defaults, then the environment, then argv (flags win).
+ * Returns HK_CONFIG_RUN, HK_CONFIG_EXIT (--help/--version printed on stdout),
+ * or HK_CONFIG_ERROR with a one-line message in err. */
+int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t errlen);
+void hk_config_free(struct hk_config *c);
+
+/* "250ms", "10s", "2m", "1h", or a plain number of milliseconds. 0 or -1. */
+int hk_parse_duration_ms(const char *s, uint64_t *out);
+/* Decimal integer in [min, max], nothing else. 0 or -1. */
+int hk_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+/* CPUs this process may use: affinity mask, capped by the cgroup v2/v1 CPU quota. */
+int hk_cpus_available(void);
+
+#endif

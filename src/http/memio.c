@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT
+ * In-memory transport: "sending" appends to a buffer; drained notifications
+ * are deferred to the loop like a real write completion would be. */
+#include "http/memio.h"
+
+static void mem_flush(struct hk_session *s);
+static void mem_close(struct hk_session *s);
+static const struct hk_session_io mem_io = {mem_flush, mem_close};
+
+static void on_drain_timer(uv_timer_t *t)
+{
+    struct hk_memio *m = t->data;
+    hk_session_drained(&m->s);
+}
+
+static void mem_flush(struct hk_session *s)
+{
+    struct hk_memio *m = s->io_data;
+    hk_buf_put(&m->sent, s->out.p, s->out.len);
+    s->out.len = 0;
+    if (s->want_drain)
+        uv_timer_start(&m->drain, on_drain_timer, 0, 0);
+}
+
+static void mem_close(struct hk_session *s)
+{
+    struct hk_memio *m = s->io_data;
+    hk_buf_put(&m->sent, s->out.p, s->out.len);
+    s->out.len = 0;
+    m->closed = true;
+}
+
+void hk_memio_init(struct hk_memio *m, struct hk_worker *w)
+{
+    *m = (struct hk_memio){0};
+    uv_timer_init(&w->loop, &m->drain);
+    m->drain.data = m;
+    hk_session_init(&m->s, w, &mem_io, m);
+}
+
+void hk_memio_feed(struct hk_memio *m, const void *p, size_t n)
+{
+    hk_session_feed(&m->s, p, n);
+}
+
+void hk_memio_settle(struct hk_memio *m)
+{
+    while (m->s.busy)
+        uv_run(&m->s.w->loop, UV_RUN_ONCE);
+}
+
+void hk_memio_free(struct hk_memio *m)
+{
+    hk_memio_settle(m);
+    uv_close((uv_handle_t *)&m->drain, NULL);
+    uv_run(&m->s.w->loop, UV_RUN_NOWAIT);
+    hk_session_free(&m->s);
+    hk_buf_free(&m->sent);
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT
+ * Response writing: every response goes through here, so the headers every
+ * response must carry (Date, length or chunked, Connection) live in one place. */
+#include "http/resp.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "http/server.h"
+
+const char *hk_status_reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Content";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Unknown";
+    }
+}
+
+void hk_resp_header(struct hk_req *r, const char *name, const char *value, size_t len)
+{
+    struct hk_buf *h = &r->s->rhdr;
+    hk_buf_puts(h, name);
+    hk_buf_put(h, ": ", 2);
+    hk_buf_put(h, value, len);
+    hk_buf_put(h, "\r\n", 2);
+}
+
+void hk_resp_header_i64(struct hk_req *r, const char *name, int64_t v)
+{
+    struct hk_buf *h = &r->s->rhdr;
+    hk_buf_puts(h, name);
+    hk_buf_put(h, ": ", 2);
+    hk_buf_put_i64(h, v);
+    hk_buf_put(h, "\r\n", 2);
+}
+
+/* Status line and common headers, up to (not including) the length header. */
+static void put_head(struct hk_req *r, int status, const char *content_type)
+{
+    struct hk_session *s = r->s;
+    struct hk_buf *o = &s->out;
+    if (s->draining_server)
+        s->keep_alive = false;
+    hk_buf_put(o, "HTTP/1.1 ", 9);
+    hk_buf_put_u64(o, (uint64_t)status);
+    hk_buf_putc(o, ' ');
+    hk_buf_puts(o, hk_status_reason(status));
+    hk_buf_put(o, "\r\nServer: hookd\r\nDate: ", 23);
+    hk_buf_put(o, hk_worker_date(s->w), 29);
+    hk_buf_put(o, "\r\n", 2);
+    if (content_type) {
+        hk_buf_put(o, "Content-Type: ", 14);
+        hk_buf_puts(o, content_type);
+        hk_buf_put(o, "\r\n", 2);
+    }
+    if (!s->keep_alive)
+        hk_buf_put(o, "Connection: close\r\n", 19);
+    else if (s->parser.http_minor == 0)
+        hk_buf_put(o, "Connection: keep-alive\r\n", 24);
+    hk_buf_put(o, s->rhdr.p, s->rhdr.len);
+}
+
+void hk_resp_send(struct hk_req *r, int status, const char *content_type)
+{
+    struct hk_session *s = r->s;
+    struct hk_buf *o = &s->out;
+    if (status == 204)
+        s->rbody.len = 0;
+    put_head(r, status, s->rbody.len || status != 204 ? content_type : NULL);
+    if (status != 204) {
+        hk_buf_put(o, "Content-Length: ", 16);
+        hk_buf_put_u64(o, s->rbody.len);
+        hk_buf_put(o, "\r\n", 2);
+    }
+    hk_buf_put(o, "\r\n", 2);
+    if (!r->head)
+        hk_buf_put(o, s->rbody.p, s->rbody.len);
+    hk_session_finish(s);
+}
+
+void hk_resp_problem(struct hk_req *r, int status, const char *title, const char *detail_fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+    va_start(ap, detail_fmt);
+    int n = vsnprintf(detail, sizeof detail, detail_fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof detail)
+        n = sizeof detail - 1;
+    struct hk_buf *b = hk_resp_body(r);
+    b->len = 0;
+    hk_buf_puts(b, "{\"type\":\"about:blank\",\"title\":");
+    title = title ? title : hk_status_reason(status);
+    hk_buf_put_json_str(b, title, strlen(title));
+    hk_buf_puts(b, ",\"status\":");
+    hk_buf_put_u64(b, (uint64_t)status);
+    hk_buf_puts(b, ",\"detail\":");
+    hk_buf_put_json_str(b, detail, (size_t)n);
+    hk_buf_putc(b, '}');
+    hk_resp_send(r, status, HK_CT_PROBLEM);
+}
+
+void hk_resp_store_error(struct hk_req *r, int err)
+{
+    switch (err) {
+    case HK_ENOTFOUND:
+        hk_resp_problem(r, 404, NULL, "webhook not found");
+        return;
+    case HK_EBUSY:
+        hk_resp_header(r, "Retry-After", "1", 1);
+        hk_resp_problem(r, 503, NULL, "the store's queue is full, retry later");
+        return;
+    case HK_EUNAVAIL:
+        hk_resp_header(r, "Retry-After", "1", 1);
+        hk_resp_problem(r, 503, NULL, "the store is unavailable");
+        return;
+    case HK_ETIMEDOUT:
+        hk_resp_header(r, "Retry-After", "1", 1);
+        hk_resp_problem(r, 503, NULL, "the store did not answer in time");
+        return;
+    case HK_ECONFLICT:
+        hk_resp_problem(r, 409, NULL, "idempotency key already used with a different request");
+        return;
+    default:
+        hk_resp_problem(r, 500, NULL, "the store failed (code %d)", err);
+        return;
+    }
+}
+
+void hk_resp_begin_stream(struct hk_req *r, int status, const char *content_type)
+{
+    struct hk_session *s = r->s;
+    struct hk_buf *o = &s->out;
+    /* HTTP/1.0 has no chunked coding: the body ends when the connection does. */
+    if (s->parser.http_minor == 0)
+        s->keep_alive = false;
+    put_head(r, status, content_type);
+    if (!r->head && s->parser.http_minor != 0)
+        hk_buf_put(o, "Transfer-Encoding: chunked\r\n", 28);
+    hk_buf_put(o, "\r\n", 2);
+    r->streaming = true;
+}
+
+void hk_resp_chunk(struct hk_req *r)
+{
+    struct hk_session *s = r->s;
+    if (!s->rbody.len)
+        return;
+    if (!r->head && !s->peer_gone) {
+        bool chunked = s->parser.http_minor != 0;
+        if (chunked)
+            hk_buf_printf(&s->out, "%zx\r\n", s->rbody.len);
+        hk_buf_put(&s->out, s->rbody.p, s->rbody.len);
+        if (chunked)
+            hk_buf_put(&s->out, "\r\n", 2);
+    }
+    s->rbody.len = 0;
+}
+
+void hk_resp_end_stream(struct hk_req *r)
+{
+    hk_resp_chunk(r);
+    if (!r->head && !r->s->peer_gone && r->s->parser.http_minor != 0)
+        hk_buf_put(&r->s->out, "0\r\n\r\n", 5);
+    r->streaming = false;
+    hk_session_finish(r->s);
+}
+
+void hk_resp_abort_stream(struct hk_req *r)
+{
+    hk_resp_chunk(r);
+    r->streaming = false;
+    r->s->keep_alive = false;
+    hk_session_finish(r->s);
+}
+
+void hk_resp_wait_drain(struct hk_req *r, hk_req_cb cb, hk_req_cb on_abort)
+{
+    struct hk_session *s = r->s;
+    r->on_drain = cb;
+    r->on_abort = on_abort;
+    s->want_drain = true;
+    if (s->peer_gone) {
+        s->want_drain = false;
+        r->on_drain = NULL;
+        r->on_abort = NULL;
+        on_abort(r);
+        return;
+    }
+    s->io->flush(s);
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT
+ * Writing responses: status line and the headers every response carries
+ * (Date, Content-Length or chunked, Connection), problem+json errors, and
+ * chunked streams. Each request ends with exactly one of hk_resp_send,
+ * hk_resp_problem* or hk_resp_end_stream. */
+#ifndef HK_RESP_H
+#define HK_RESP_H
+
+#include "http/session.h"
+
+#define HK_CT_JSON "application/json"
+#define HK_CT_PROBLEM "application/problem+json"
+
+/* The body under construction (empty at the start of each request). */
+static inline struct hk_buf *hk_resp_body(struct hk_req *r)
+{
+    return &r->s->rbody;
+}
+
+/* Add a header line to the response under construction. */
+void hk_resp_header(struct hk_req *r, const char *name, const char *value, size_t len);
+void hk_resp_header_i64(struct hk_req *r, const char *name, int64_t v);
+
+/* Write status, headers and the body in hk_resp_body(r); ends the request. */
+void hk_resp_send(struct hk_req *r, int status, const char *content_type);
+
+/* application/problem+json {"type","title","status","detail"}; ends the request.
+ * `title` NULL means the status's reason phrase. */
+void hk_resp_problem(struct hk_req *r, int status, const char *title, const char *detail_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Map a store error (HK_E*) to its status and problem; ends the request. */
+void hk_resp_store_error(struct hk_req *r, int err);
+
+/* Chunked streaming: begin writes the headers; each chunk sends what is in
+ * hk_resp_body(r) as one chunk and empties it; end writes the last chunk
+ * (after the body still in hk_resp_body) and ends the request. */
+void hk_resp_begin_stream(struct hk_req *r, int status, const char *content_type);
+void hk_resp_chunk(struct hk_req *r);
+void hk_resp_end_stream(struct hk_req *r);
+/* A stream that cannot complete (store failed midway): send what is there,
+ * omit the last chunk so the client sees a truncated body, close. */
+void hk_resp_abort_stream(struct hk_req *r);
+
+/* Ask the transport to send what is queued and call `cb` once it is all
+ * handed to the kernel (or on_abort if the peer goes away). */
+void hk_resp_wait_drain(struct hk_req *r, hk_req_cb cb, hk_req_cb on_abort);
+
+const char *hk_status_reason(int status);
+
+
+#endif

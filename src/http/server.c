@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT
+ * The transport: SO_REUSEPORT listeners (one per loop), TCP connections
+ * that move bytes between the kernel and their HTTP session, a periodic
+ * sweep for timeouts, the connection limit, and the graceful stop. */
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "http/resp.h"
+#include "http/session.h"
+
+#define RBUF_SIZE (64 * 1024)
+#define BACKLOG_MAX (2 * 1024 * 1024)
+#define LINGER_MS 2000
+
+struct hk_conn {
+    uv_tcp_t tcp;
+    struct hk_session s;
+    struct hk_worker *w;
+    struct hk_conn *prev, *next;
+    uv_write_t wreq;
+    uv_shutdown_t sreq;
+    struct hk_buf wbuf;        /* bytes in flight in wreq */
+    uint64_t linger_until;
+    bool writing;
+    bool reading;
+    bool close_pending;        /* the session is done: close after the last write */
+    bool lingering;            /* FIN sent, discarding input until EOF or timeout */
+    bool tcp_closed;           /* uv_close called */
+};
+
+struct hk_server {
+    const struct hk_config *cfg;
+    struct hk_worker *workers;
+    int nworkers;
+    atomic_uint nconns;
+    uv_sem_t ready;
+    int failed;
+};
+
+const char *hk_worker_date(struct hk_worker *w)
+{
+    time_t now = time(NULL);
+    if (now != w->date_sec) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(w->date, sizeof w->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        w->date_sec = now;
+    }
+    return w->date;
+}
+
+static void conn_flush(struct hk_session *s);
+static void conn_close(struct hk_session *s);
+
+/* Once stopping, the listener is gone and no connection is left: close the
+ * loop's own handles and detach the store, so that uv_run returns. */
+static void maybe_finish(struct hk_worker *w)
+{
+    if (!w->stopping || w->listener_open || w->conns || w->finished)
+        return;
+    w->finished = true;
+    uv_close((uv_handle_t *)&w->wake, NULL);
+    uv_close((uv_handle_t *)&w->sweep, NULL);
+    uv_close((uv_handle_t *)&w->drain, NULL);
+    if (w->sl)
+        w->store->vt->loop_detach(w->sl);
+    w->sl = NULL;
+}
+static const struct hk_session_io tcp_io = {conn_flush, conn_close};
+
+static void on_tcp_closed(uv_handle_t *h)
+{
+    struct hk_conn *c = h->data;
+    struct hk_worker *w = c->w;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    w->nconns--;
+    if (w->srv)
+        atomic_fetch_sub(&w->srv->nconns, 1);
+    hk_session_free(&c->s);
+    hk_buf_free(&c->wbuf);
+    free(c);
+    maybe_finish(w);
+}
+
+static void tcp_close(struct hk_conn *c)
+{
+    if (c->tcp_closed)
+        return;
+    c->tcp_closed = true;
+    uv_close((uv_handle_t *)&c->tcp, on_tcp_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    struct hk_conn *c = req->data;
+    if (status < 0 || !c->reading)
+        tcp_close(c);
+}
+
+/* Half-close and read until the peer closes, so that a response to a
+ * request whose body we did not read is not destroyed by an RST. */
+static void start_linger(struct hk_conn *c)
+{
+    if (c->lingering || c->tcp_closed)
+        return;
+    c->lingering = true;
+    c->linger_until = uv_now(&c->w->loop) + LINGER_MS;
+    c->sreq.data = c;
+    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
+        tcp_close(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    struct hk_conn *c = req->data;
+    c->writing = false;
+    c->wbuf.len = 0;
+    if (status < 0) {
+        if (c->close_pending) {
+            tcp_close(c);
+            return;
+        }
+        hk_session_eof(&c->s, true);
+        return;
+    }
+    if (c->s.out.len) {
+        conn_flush(&c->s);
+        return;
+    }
+    if (c->close_pending) {
+        start_linger(c);
+        return;
+    }
+    if (c->s.want_drain)
+        hk_session_drained(&c->s);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    struct hk_conn *c = h->data;
+    buf->base = c->w->rbuf;
+    buf->len = c->w->rbuf_len;
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    struct hk_conn *c = st->data;
+    if (nread > 0) {
+        if (c->lingering || c->close_pending)
+            return;
+        hk_session_feed(&c->s, buf->base, (size_t)nread);
+        if (!c->tcp_closed && c->reading && hk_session_backlog(&c->s) > BACKLOG_MAX) {
+            uv_read_stop(st);
+            c->reading = false;
+        }
+        return;
+    }
+    if (nread == 0)
+        return;
+    if (c->lingering || c->close_pending) {
+        uv_read_stop(st);
+        c->reading = false;
+        if (c->lingering)
+            tcp_close(c);
+        return;
+    }
+    uv_read_stop(st);
+    c->reading = false;
+    hk_session_eof(&c->s, nread != UV_EOF);
+}
+
+static void conn_flush(struct hk_session *s)
+{
+    struct hk_conn *c = s->io_data;
+    if (c->writing || c->tcp_closed)
+        return;
+    if (!c->reading && !c->lingering && !c->close_pending && !s->eof &&
+        hk_session_backlog(s) < BACKLOG_MAX / 2) {
+        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+            c->reading = true;
+    }
+    if (!s->out.len && !s->want_drain)
+        return;
+    if (!s->want_drain && s->out.len) {
+        uv_buf_t b = uv_buf_init(s->out.p, (unsigned)s->out.len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n == (int)s->out.len) {
+            s->out.len = 0;
+            return;
+        }
+        if (n < 0 && n != UV_EAGAIN) {
+            s->out.len = 0;
+            if (c->close_pending)
+                tcp_close(c);
+            else
+                hk_session_eof(s, true);
+            return;
+        }
+        if (n > 0) {
+            memmove(s->out.p, s->out.p + n, s->out.len - (size_t)n);
+            s->out.len -= (size_t)n;
+        }
+    }
+    /* Hand the rest to uv_write; `out` keeps collecting meanwhile. */
+    struct hk_buf t = c->wbuf;
+    c->wbuf = s->out;
+    s->out = t;
+    s->out.len = 0;
+    uv_buf_t b = uv_buf_init(c->wbuf.p, (unsigned)c->wbuf.len);
+    c->wreq.data = c;
+    int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
+    if (rc < 0) {
+        c->wbuf.len = 0;
+        if (c->close_pending)
+            tcp_close(c);
+        else
+            hk_session_eof(s, true);
+        return;
+    }
+    c->writing = true;
+}
+
+static void conn_close(struct hk_session *s)
+{
+    struct hk_conn *c = s->io_data;
+    c->close_pending = true;
+    if (s->peer_gone) {
+        tcp_close(c);
+        return;
+    }
+    if (s->out.len)
+        conn_flush(s);
+    if (!c->writing && !c->tcp_closed)
+        start_linger(c);
+}
+
+static void on_connection(uv_stream_t *ls, int status)
+{
+    struct hk_worker *w = ls->data;
+    if (status < 0) {
+        hk_warn("accept failed", "\"error\":\"%s\"", uv_strerror(status));
+        return;
+    }
+    struct hk_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    c->w = w;
+    uv_tcp_init(&w->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
+        uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
+        return;
+    }
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    w->nconns++;
+    unsigned total = w->srv ? atomic_fetch_add(&w->srv->nconns, 1) + 1 : w->nconns;
+    hk_session_init(&c->s, w, &tcp_io, c);
+    if (total > w->cfg->max_connections) {
+        hk_session_overload(&c->s);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->reading = true;
+    else
+        hk_session_eof(&c->s, true);
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+    struct hk_worker *w = t->data;
+    uint64_t now = uv_now(&w->loop);
+    for (struct hk_conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->tcp_closed)
+            continue;
+        if (c->lingering) {
+            if (now >= c->linger_until)
+                tcp_close(c);
+            continue;
+        }
+        if (c->s.deadline_ms && now >= c->s.deadline_ms)
+            hk_session_timeout(&c->s);
+    }
+}
+
+static void force_close_all(uv_timer_t *t)
+{
+    struct hk_worker *w = t->data;
+    hk_warn("drain timeout: closing remaining connections", "\"open\":%u", w->nconns);
+    for (struct hk_conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->s.busy || c->tcp_closed)
+            hk_session_eof(&c->s, true);
+        else
+            tcp_close(c);
+    }
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+    struct hk_worker *w = h->data;
+    w->listener_open = false;
+    if (!w->conns) {
+        maybe_finish(w);
+        return;
+    }
+    for (struct hk_conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        hk_session_shutdown(&c->s);
+    }
+    uv_timer_start(&w->drain, force_close_all, w->cfg->drain_timeout_ms, 0);
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct hk_worker *w = a->data;
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    if (w->listening) {
+        w->listening = false;
+        uv_close((uv_handle_t *)&w->listener, on_listener_closed);
+    }
+}
+
+int hk_worker_init(struct hk_worker *w, const struct hk_config *cfg, struct hk_store *store)
+{
+    int rc = uv_loop_init(&w->loop);
+    if (rc < 0)
+        return rc;
+    w->cfg = cfg;
+    w->store = store;
+    w->rbuf_len = RBUF_SIZE;
+    w->rbuf = malloc(w->rbuf_len);
+    if (!w->rbuf)
+        abort();
+    rc = store->vt->loop_attach(store, &w->loop, &w->sl);
+    if (rc < 0) {
+        free(w->rbuf);
+        w->rbuf = NULL;
+        uv_loop_close(&w->loop);
+    }
+    return rc;
+}
+
+void hk_worker_fini(struct hk_worker *w)
+{
+    if (w->sl)
+        w->store->vt->loop_detach(w->sl);
+    w->sl = NULL;
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&w->loop) != 0)
+        hk_warn("event loop closed with handles still open", NULL);
+    free(w->rbuf);
+    w->rbuf = NULL;
+}
+
+static void worker_main(void *arg)
+{
+    struct hk_worker *w = arg;
+    struct hk_server *srv = w->srv;
+    int rc = hk_worker_init(w, srv->cfg, w->store);
+    if (rc < 0) {
+        hk_error("worker start failed", "\"worker\":%d,\"error\":\"%s\"", w->index, uv_strerror(rc));
+        srv->failed = 1;
+        uv_sem_post(&srv->ready);
+        return;
+    }
+    w->listener.data = w;
+    w->wake.data = w;
+    w->sweep.data = w;
+    w->drain.data = w;
+    uv_tcp_init(&w->loop, &w->listener);
+    w->listener_open = true;
+    uv_async_init(&w->loop, &w->wake, on_wake);
+    uv_timer_init(&w->loop, &w->sweep);
+    uv_timer_init(&w->loop, &w->drain);
+    uint64_t t = w->cfg->header_timeout_ms < w->cfg->idle_timeout_ms ? w->cfg->header_timeout_ms
+                                                                     : w->cfg->idle_timeout_ms;
+    t /= 4;
+    t = t < 10 ? 10 : t > 1000 ? 1000 : t;
+    uv_timer_start(&w->sweep, on_sweep, t, t);
+    uv_unref((uv_handle_t *)&w->sweep);
+    rc = uv_tcp_open(&w->listener, w->listen_fd);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&w->listener, 4096, on_connection);
+    if (rc < 0) {
+        hk_error("listen failed", "\"worker\":%d,\"error\":\"%s\"", w->index, uv_strerror(rc));
+        srv->failed = 1;
+        w->stopping = true;
+        uv_close((uv_handle_t *)&w->listener, on_listener_closed);
+        uv_sem_post(&srv->ready);
+        uv_run(&w->loop, UV_RUN_DEFAULT);
+        hk_worker_fini(w);
+        return;
+    }
+    w->listening = true;
+    uv_sem_post(&srv->ready);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    hk_worker_fini(w);
+}
+
+static int open_listener(const char *host, int port, int *bound, char *err, size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    int rc = getaddrinfo(host, portstr, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "invalid HOOKD_HOST=\"%s\": %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 4096) < 0) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+        goto out;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                : ((struct sockaddr_in *)&ss)->sin_port);
+out:
+    freeaddrinfo(ai);
+    return fd;
+}
+
+int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct hk_store *store,
+                    uint64_t start_ns, int *bound_port, char *err, size_t errlen)
+{
+    struct hk_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        abort();
+    srv->cfg = cfg;
+    srv->nworkers = cfg->threads;
+    srv->workers = calloc((size_t)srv->nworkers, sizeof *srv->workers);
+    if (!srv->workers)
+        abort();
+    uv_sem_init(&srv->ready, 0);
+    int port = cfg->port;
+    int started = 0;
+    for (int i = 0; i < srv->nworkers; i++) {
+        struct hk_worker *w = &srv->workers[i];
+        w->index = i;
+        w->srv = srv;
+        w->cfg = cfg;
+        w->store = store;
+        w->start_ns = start_ns;
+        w->listen_fd = open_listener(cfg->host, port, &port, err, errlen);
+        if (w->listen_fd < 0)
+            goto fail;
+    }
+    *bound_port = port;
+    for (int i = 0; i < srv->nworkers; i++) {
+        if (uv_thread_create(&srv->workers[i].thread, worker_main, &srv->workers[i]) < 0) {
+            snprintf(err, errlen, "cannot start worker thread %d", i);
+            goto fail;
+        }
+        started++;
+    }
+    for (int i = 0; i < started; i++)
+        uv_sem_wait(&srv->ready);
+    if (srv->failed) {
+        snprintf(err, errlen, "a worker failed to start (see the log above)");
+        goto fail;
+    }
+    *out = srv;
+    return 0;
+fail:
+    for (int i = 0; i < started; i++)
+        if (srv->workers[i].listening)
+            uv_async_send(&srv->workers[i].wake);
+    for (int i = 0; i < started; i++)
+        uv_thread_join(&srv->workers[i].thread);
+    for (int i = 0; i < srv->nworkers; i++)
+        if (srv->workers[i].listen_fd > 0 && i >= started)
+            close(srv->workers[i].listen_fd);
+    uv_sem_destroy(&srv->ready);
+    free(srv->workers);
+    free(srv);
+    return -1;
+}
+
+void hk_server_stop(struct hk_server *srv)
+{
+    for (int i = 0; i < srv->nworkers; i++)
+        uv_async_send(&srv->workers[i].wake);
+    for (int i = 0; i < srv->nworkers; i++)
+        uv_thread_join(&srv->workers[i].thread);
+}
+
+void hk_server_free(struct hk_server *srv)
+{
+    uv_sem_destroy(&srv->ready);
+    free(srv->workers);
+    free(srv);
+}

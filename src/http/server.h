@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT
+ * The server: listening sockets, one worker thread per event loop, TCP
+ * connections feeding HTTP sessions, timeouts, connection limit, graceful stop. */
+#ifndef HK_SERVER_H
+#define HK_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <uv.h>
+
+#include "config.h"
+#include "store/store.h"
+
+struct hk_conn;
+struct hk_server;
+
+/* Per-loop context: everything a handler may need lives here. */
+struct hk_worker {
+    uv_loop_t loop;
+    int index;
+    struct hk_server *srv;     /* NULL when driven in memory (tests, fuzz) */
+    const struct hk_config *cfg;
+    struct hk_store *store;
+    struct hk_store_loop *sl;
+    uint64_t start_ns;         /* process start (hk_mono_ns) */
+    time_t date_sec;
+    char date[30];             /* IMF-fixdate, 29 chars + NUL */
+    /* Transport state (server.c). */
+    uv_tcp_t listener;
+    int listen_fd;
+    uv_async_t wake;
+    uv_timer_t sweep;
+    uv_timer_t drain;
+    uv_thread_t thread;
+    char *rbuf;                /* shared read buffer: reads on a loop never overlap */
+    size_t rbuf_len;
+    struct hk_conn *conns;     /* doubly linked list of open connections */
+    unsigned nconns;
+    bool stopping;
+    bool listening;
+    bool listener_open;
+    bool finished;
+};
+
+/* Current Date header value (29 bytes, not NUL-terminated for callers). */
+const char *hk_worker_date(struct hk_worker *w);
+
+/* Initialise a worker's loop and attach the store on the calling thread
+ * (tests and the fuzzer drive such a worker without a server). */
+int hk_worker_init(struct hk_worker *w, const struct hk_config *cfg, struct hk_store *store);
+/* Detach the store, run the loop until its handles closed, close the loop. */
+void hk_worker_fini(struct hk_worker *w);
+
+/* Bind, start the workers, and return once every loop is listening.
+ * `bound_port` receives the port (useful with port 0). */
+int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct hk_store *store,
+                    uint64_t start_ns, int *bound_port, char *err, size_t errlen);
+/* Stop accepting, let in-flight requests finish (bounded by drain timeout),
+ * join the workers. */
+void hk_server_stop(struct hk_server *srv);
+void hk_server_free(struct hk_server *srv);
+
+#endif

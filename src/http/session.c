@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: MIT
+ * HTTP/1.1 protocol state for one connection. llhttp parses in place; the
+ * parser pauses after each message so that exactly one request is in the
+ * handler at a time and pipelined bytes wait in `in`. The session decides
+ * when to close; the transport only moves bytes. */
+#include "http/session.h"
+
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/api.h"
+#include "http/resp.h"
+#include "http/server.h"
+
+#define IN_KEEP (64 * 1024)
+#define BUF_KEEP (256 * 1024)
+
+static void run(struct hk_session *s, const char *p, size_t n);
+
+static struct hk_session *of(llhttp_t *p)
+{
+    return (struct hk_session *)((char *)p - offsetof(struct hk_session, parser));
+}
+
+static uint64_t now_ms(struct hk_session *s)
+{
+    return uv_now(&s->w->loop);
+}
+
+static void set_deadline(struct hk_session *s, uint64_t ms, bool answer_408)
+{
+    s->deadline_ms = now_ms(s) + (ms ? ms : 1);
+    s->deadline_408 = answer_408;
+}
+
+static int too_big_header(struct hk_session *s, size_t n)
+{
+    s->header_bytes += (uint32_t)n;
+    if (s->header_bytes > s->w->cfg->max_header_bytes) {
+        s->err_status = 431;
+        s->err_detail = "request line and headers exceed the configured limit";
+        return 1;
+    }
+    return 0;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+    struct hk_session *s = of(p);
+    s->in_message = true;
+    s->head.len = 0;
+    s->body.len = 0;
+    memset(&s->url, 0, sizeof s->url);
+    memset(s->hdr, 0, sizeof s->hdr);
+    s->header_bytes = 0;
+    s->cur = HK_H_OTHER;
+    s->expect_continue = false;
+    s->crlf_pending = 0;
+    set_deadline(s, s->w->cfg->header_timeout_ms, true);
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n)
+{
+    struct hk_session *s = of(p);
+    if (too_big_header(s, n))
+        return -1;
+    hk_buf_put(&s->head, at, n);
+    s->url.len += (uint32_t)n;
+    return 0;
+}
+
+static int on_url_complete(llhttp_t *p)
+{
+    struct hk_session *s = of(p);
+    hk_buf_putc(&s->head, 0);
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+    struct hk_session *s = of(p);
+    if (too_big_header(s, n + 4))
+        return -1;
+    if (s->cur != HK_H__COUNT) {
+        /* First piece of a new name. */
+        s->field_off = (uint32_t)s->head.len;
+        s->cur = HK_H__COUNT;
+    }
+    hk_buf_put(&s->head, at, n);
+    return 0;
+}
+
+static enum hk_hdr classify(const char *name, size_t n)
+{
+    static const struct {
+        const char *name;
+        enum hk_hdr h;
+    } known[] = {
+        {"content-type", HK_H_CONTENT_TYPE},
+        {"expect", HK_H_EXPECT},
+        {"idempotency-key", HK_H_IDEM_KEY},
+        {"x-hub-signature-256", HK_H_SIGNATURE},
+        {"host", HK_H_HOST},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strlen(known[i].name) == n && strncasecmp(known[i].name, name, n) == 0)
+            return known[i].h;
+    return HK_H_OTHER;
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+    struct hk_session *s = of(p);
+    enum hk_hdr h = classify(s->head.p + s->field_off, s->head.len - s->field_off);
+    /* hookd keeps values only, and only of the headers it reads. */
+    s->head.len = s->field_off;
+    s->cur = h;
+    if (h != HK_H_OTHER) {
+        s->hdr[h].off = (uint32_t)s->head.len;
+        s->hdr[h].len = 0;
+        s->hdr[h].present = true;
+    }
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    struct hk_session *s = of(p);
+    if (too_big_header(s, n))
+        return -1;
+    if (s->cur != HK_H_OTHER) {
+        hk_buf_put(&s->head, at, n);
+        s->hdr[s->cur].len += (uint32_t)n;
+    }
+    return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    struct hk_session *s = of(p);
+    if (s->cur != HK_H_OTHER)
+        hk_buf_putc(&s->head, 0);
+    s->cur = HK_H_OTHER;
+    return 0;
+}
+
+static const char *hdr_val(struct hk_session *s, enum hk_hdr h, size_t *len)
+{
+    if (!s->hdr[h].present) {
+        *len = 0;
+        return NULL;
+    }
+    *len = s->hdr[h].len;
+    return s->head.p + s->hdr[h].off;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    struct hk_session *s = of(p);
+    if (p->http_major == 1 && p->http_minor == 1 && !s->hdr[HK_H_HOST].present) {
+        s->err_status = 400;
+        s->err_detail = "HTTP/1.1 request without a Host header";
+        return -1;
+    }
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s->w->cfg->max_body_bytes) {
+        s->err_status = 413;
+        s->err_detail = "request body exceeds the configured limit";
+        return -1;
+    }
+    size_t n;
+    const char *v = hdr_val(s, HK_H_EXPECT, &n);
+    if (v) {
+        if (n != 12 || strncasecmp(v, "100-continue", 12) != 0) {
+            s->err_status = 417;
+            s->err_detail = "only Expect: 100-continue is supported";
+            return -1;
+        }
+        s->expect_continue = true;
+    }
+    if (s->expect_continue && ((p->flags & F_CHUNKED) || p->content_length > 0))
+        hk_buf_puts(&s->out, "HTTP/1.1 100 Continue\r\n\r\n");
+    return 0;
+}
+
+/* llhttp 8.1 skips the two bytes after chunk data without checking that
+ * they are CRLF; hookd checks them itself, so "2\r\n{}XX0\r\n\r\n" is
+ * a framing error rather than a body of "{}". */
+static int check_crlf(struct hk_session *s, const char *at, const char *end)
+{
+    static const char crlf[] = "\r\n";
+    while (s->crlf_pending && at < end) {
+        if (*at++ != crlf[2 - s->crlf_pending]) {
+            s->err_status = 400;
+            s->err_detail = "invalid chunked framing: chunk data not followed by CRLF";
+            return -1;
+        }
+        s->crlf_pending--;
+    }
+    return 0;
+}
+
+static int on_chunk_header(llhttp_t *p)
+{
+    struct hk_session *s = of(p);
+    s->chunk_left = p->content_length;
+    return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n)
+{
+    struct hk_session *s = of(p);
+    if (p->flags & F_CHUNKED) {
+        s->chunk_left -= n;
+        if (s->chunk_left == 0) {
+            s->crlf_pending = 2;
+            if (check_crlf(s, at + n, s->cur_end) < 0)
+                return -1;
+        }
+    }
+    if (s->body.len + n > s->w->cfg->max_body_bytes) {
+        s->err_status = 413;
+        s->err_detail = "request body exceeds the configured limit";
+        return -1;
+    }
+    hk_buf_put(&s->body, at, n);
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    struct hk_session *s = of(p);
+    s->in_message = false;
+    s->keep_alive = llhttp_should_keep_alive(p) && !p->upgrade;
+    return HPE_PAUSED;
+}
+
+static const llhttp_settings_t settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_url_complete = on_url_complete,
+    .on_header_field = on_header_field,
+    .on_header_field_complete = on_header_field_complete,
+    .on_header_value = on_header_value,
+    .on_header_value_complete = on_header_value_complete,
+    .on_headers_complete = on_headers_complete,
+    .on_chunk_header = on_chunk_header,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+void hk_session_init(struct hk_session *s, struct hk_worker *w, const struct hk_session_io *io,
+                     void *io_data)
+{
+    s->w = w;
+    s->io = io;
+    s->io_data = io_data;
+    llhttp_init(&s->parser, HTTP_REQUEST, &settings);
+    s->req.s = s;
+    s->in.len = s->in_pos = 0;
+    s->head.len = s->body.len = s->out.len = s->rbody.len = s->rhdr.len = 0;
+    s->busy = s->feeding = s->closing = s->closed = s->peer_gone = s->eof = false;
+    s->want_drain = s->in_message = s->draining_server = false;
+    s->err_status = 0;
+    uint64_t t = w->cfg->idle_timeout_ms < w->cfg->header_timeout_ms ? w->cfg->idle_timeout_ms
+                                                                      : w->cfg->header_timeout_ms;
+    set_deadline(s, t, false);
+}
+
+void hk_session_free(struct hk_session *s)
+{
+    hk_buf_free(&s->in);
+    hk_buf_free(&s->head);
+    hk_buf_free(&s->body);
+    hk_buf_free(&s->out);
+    hk_buf_free(&s->rbody);
+    hk_buf_free(&s->rhdr);
+    if (s->req.win_used)
+        hk_webhook_in_free(&s->req.win);
+    s->req.win_used = false;
+}
+
+static void begin_request(struct hk_session *s)
+{
+    struct hk_req *r = &s->req;
+    s->busy = true;
+    s->deadline_ms = 0;
+    s->rbody.len = 0;
+    s->rhdr.len = 0;
+    r->s = s;
+    r->head = false;
+    r->streaming = false;
+    r->on_drain = NULL;
+    r->on_abort = NULL;
+    r->route = -1;
+    r->start_ns = 0;
+}
+
+/* Answer a request the parser rejected, and close. */
+static void reject(struct hk_session *s, int status, const char *detail)
+{
+    begin_request(s);
+    s->keep_alive = false;
+    s->req.method = HTTP_GET;
+    hk_resp_problem(&s->req, status, NULL, "%s", detail);
+}
+
+void hk_session_overload(struct hk_session *s)
+{
+    s->feeding = true;
+    begin_request(s);
+    s->keep_alive = false;
+    s->req.method = HTTP_GET;
+    hk_resp_header(&s->req, "Retry-After", "1", 1);
+    hk_resp_problem(&s->req, 503, NULL, "too many open connections");
+    s->feeding = false;
+    run(s, NULL, 0);
+}
+
+static void dispatch(struct hk_session *s)
+{
+    struct hk_req *r = &s->req;
+    begin_request(s);
+    r->method = (uint8_t)s->parser.method;
+    r->head = r->method == HTTP_HEAD;
+    const char *u = s->head.p + s->url.off;
+    size_t ulen = s->url.len;
+    /* absolute-form: http://host/path */
+    if (ulen > 7 && (strncasecmp(u, "http://", 7) == 0 || strncasecmp(u, "https://", 8) == 0)) {
+        const char *slash = memchr(u + 8, '/', ulen - 8);
+        size_t skip = slash ? (size_t)(slash - u) : ulen;
+        u += skip;
+        ulen -= skip;
+    }
+    const char *q = memchr(u, '?', ulen);
+    r->path = u;
+    r->path_len = q ? (size_t)(q - u) : ulen;
+    r->query = q ? q + 1 : NULL;
+    r->query_len = q ? ulen - r->path_len - 1 : 0;
+    r->content_type = hdr_val(s, HK_H_CONTENT_TYPE, &r->content_type_len);
+    r->idem_key = hdr_val(s, HK_H_IDEM_KEY, &r->idem_key_len);
+    r->signature = hdr_val(s, HK_H_SIGNATURE, &r->signature_len);
+    r->body = &s->body;
+    hk_api_dispatch(r);
+}
+
+/* Parse from p; returns how many bytes were used. */
+static size_t parse(struct hk_session *s, const char *p, size_t n)
+{
+    llhttp_errno_t e;
+    s->cur_end = p + n;
+    if (s->crlf_pending && check_crlf(s, p, p + n) < 0)
+        e = HPE_USER;
+    else
+        e = llhttp_execute(&s->parser, p, n);
+    if (e == HPE_OK)
+        return n;
+    if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE) {
+        size_t used = (size_t)(llhttp_get_error_pos(&s->parser) - p);
+        if (e == HPE_PAUSED)
+            llhttp_resume(&s->parser);
+        else
+            s->keep_alive = false; /* no protocol switch here: answer and close */
+        dispatch(s);
+        return used;
+    }
+    int status = s->err_status ? s->err_status : 400;
+    const char *detail = s->err_status ? s->err_detail : llhttp_get_error_reason(&s->parser);
+    reject(s, status, detail ? detail : "malformed HTTP request");
+    return n;
+}
+
+/* Parse what is buffered, dispatching requests one at a time, then flush.
+ * Re-entered from hk_session_finish when a handler completes later. */
+static void run(struct hk_session *s, const char *p, size_t n)
+{
+    if (s->feeding)
+        return;
+    s->feeding = true;
+    /* Fast path: nothing buffered, parse the caller's bytes in place. */
+    if (p && hk_session_backlog(s) == 0) {
+        while (n && !s->busy && !s->closing) {
+            size_t used = parse(s, p, n);
+            p += used;
+            n -= used;
+        }
+        if (n && !s->closing) {
+            s->in.len = s->in_pos = 0;
+            hk_buf_put(&s->in, p, n);
+        }
+    } else if (p && !s->closing) {
+        hk_buf_put(&s->in, p, n);
+    }
+    while (!s->busy && !s->closing && hk_session_backlog(s)) {
+        size_t used = parse(s, s->in.p + s->in_pos, hk_session_backlog(s));
+        s->in_pos += used;
+    }
+    if (s->closing || hk_session_backlog(s) == 0) {
+        s->in.len = s->in_pos = 0;
+        hk_buf_reset(&s->in, IN_KEEP);
+    }
+    s->feeding = false;
+    if (s->closed)
+        return;
+    if (!s->busy && (s->closing || s->eof)) {
+        s->closed = true;
+        s->io->close(s);
+        return;
+    }
+    if (s->out.len)
+        s->io->flush(s);
+}
+
+void hk_session_feed(struct hk_session *s, const char *p, size_t n)
+{
+    if (s->closed || s->closing)
+        return;
+    run(s, p, n);
+}
+
+void hk_session_finish(struct hk_session *s)
+{
+    struct hk_req *r = &s->req;
+    s->busy = false;
+    s->want_drain = false;
+    r->on_drain = NULL;
+    r->on_abort = NULL;
+    r->streaming = false;
+    if (r->win_used) {
+        hk_webhook_in_free(&r->win);
+        r->win_used = false;
+    }
+    if (s->draining_server || s->peer_gone)
+        s->keep_alive = false;
+    if (!s->keep_alive)
+        s->closing = true;
+    else
+        set_deadline(s, s->w->cfg->idle_timeout_ms, false);
+    hk_buf_reset(&s->body, BUF_KEEP);
+    hk_buf_reset(&s->rbody, BUF_KEEP);
+    run(s, NULL, 0);
+}
+
+void hk_session_eof(struct hk_session *s, bool fatal)
+{
+    if (s->closed)
+        return;
+    s->eof = true;
+    if (fatal) {
+        s->peer_gone = true;
+        s->closing = true;
+        if (s->want_drain && s->req.on_abort) {
+            hk_req_cb abort_cb = s->req.on_abort;
+            s->want_drain = false;
+            s->req.on_drain = NULL;
+            s->req.on_abort = NULL;
+            abort_cb(&s->req);
+            return;
+        }
+    }
+    if (!s->busy)
+        run(s, NULL, 0);
+}
+
+void hk_session_drained(struct hk_session *s)
+{
+    if (!s->want_drain)
+        return;
+    hk_req_cb cb = s->req.on_drain;
+    s->want_drain = false;
+    s->req.on_drain = NULL;
+    s->req.on_abort = NULL;
+    if (cb)
+        cb(&s->req);
+}
+
+void hk_session_timeout(struct hk_session *s)
+{
+    if (s->busy || s->closed)
+        return;
+    s->deadline_ms = 0;
+    if (s->deadline_408) {
+        s->feeding = true;
+        reject(s, 408, "the request was not received in time");
+        s->feeding = false;
+        run(s, NULL, 0);
+        return;
+    }
+    s->closing = true;
+    run(s, NULL, 0);
+}
+
+void hk_session_shutdown(struct hk_session *s)
+{
+    s->draining_server = true;
+    if (!s->busy && !s->in_message && !s->closed) {
+        s->closing = true;
+        run(s, NULL, 0);
+    }
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT
+ * One HTTP/1.1 connection's protocol state, independent of the transport:
+ * bytes in (hk_session_feed), parsed by llhttp into one request at a time,
+ * handed to the router, responses appended to `out` for the transport to send.
+ * Pipelined requests wait in `in` while a handler is pending. */
+#ifndef HK_SESSION_H
+#define HK_SESSION_H
+
+#include <llhttp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "json/webhook_json.h"
+#include "store/store.h"
+
+struct hk_worker;
+struct hk_session;
+struct hk_req;
+
+/* What a transport provides. */
+struct hk_session_io {
+    /* Output is waiting in s->out: send it (now or later). When everything
+     * has been handed to the kernel and s->want_drain is set, call
+     * hk_session_drained() - never from inside flush itself. */
+    void (*flush)(struct hk_session *s);
+    /* The session is finished (after a flush of its last output): close the
+     * transport. hk_session_free() may be called from here or later. */
+    void (*close)(struct hk_session *s);
+};
+
+struct hk_span {
+    uint32_t off, len;        /* in hk_session.head */
+    bool present;
+};
+
+typedef void (*hk_req_cb)(struct hk_req *r);
+
+/* The request being served. Pointers are valid until the response is done. */
+struct hk_req {
+    struct hk_session *s;
+    uint8_t method;            /* llhttp_method_t */
+    bool head;                 /* HEAD: headers only */
+    const char *path;
+    size_t path_len;
+    const char *query;         /* after '?', or NULL */
+    size_t query_len;
+    const char *content_type;  /* NULL when absent */
+    size_t content_type_len;
+    const char *idem_key;      /* Idempotency-Key, NUL-terminated, or NULL */
+    size_t idem_key_len;
+    const char *signature;     /* X-Hub-Signature-256, NUL-terminated, or NULL */
+    size_t signature_len;
+    const struct hk_buf *body;
+    const char *param;         /* the {id} path segment, raw */
+    size_t param_len;
+    uint64_t start_ns;
+    /* Set by a handler that waits for hk_session_drained (streams). */
+    hk_req_cb on_drain;
+    /* Called instead of on_drain when the peer went away mid-stream: the
+     * handler must release what it holds and call hk_resp_end_stream(). */
+    hk_req_cb on_abort;
+    /* Per-request state handlers need across callbacks. */
+    struct hk_store_op op;
+    struct hk_webhook_in win;
+    bool win_used;
+    bool streaming;
+    bool first_row;
+    int route;                 /* index in the route table, for metrics/logs */
+    char scratch[2048];        /* decoded query values */
+    uv_work_t work;            /* off-loop work (CPU benchmark) */
+    uint64_t bench[5];         /* iterations, wall total, min, max, sum (ns) */
+};
+
+/* Which interesting header a value belongs to (parse bookkeeping). */
+enum hk_hdr {
+    HK_H_OTHER, HK_H_CONTENT_TYPE, HK_H_EXPECT, HK_H_IDEM_KEY, HK_H_SIGNATURE, HK_H_HOST, HK_H__COUNT
+};
+
+struct hk_session {
+    llhttp_t parser;
+    struct hk_worker *w;
+    const struct hk_session_io *io;
+    void *io_data;
+    struct hk_buf in;          /* received but not parsed yet: [in_pos, in.len) */
+    size_t in_pos;
+    struct hk_buf head;        /* URL + the header values hookd reads */
+    struct hk_buf body;
+    struct hk_buf out;         /* bytes for the transport */
+    struct hk_buf rbody;       /* response body under construction */
+    struct hk_buf rhdr;        /* extra response headers under construction */
+    struct hk_req req;
+    struct hk_span url;
+    struct hk_span hdr[HK_H__COUNT];
+    uint32_t field_off;        /* start of the current header name in head */
+    enum hk_hdr cur;
+    uint32_t header_bytes;
+    int err_status;            /* set by a parser callback that rejects */
+    const char *err_detail;
+    uint64_t deadline_ms;      /* 0: none. Checked by the transport's sweep */
+    bool deadline_408;         /* on expiry answer 408 (a request was started) */
+    bool in_message;           /* between message begin and complete */
+    bool busy;                 /* a handler is working on req */
+    bool feeding;              /* inside hk_session_feed */
+    bool keep_alive;           /* of the current request */
+    bool closing;              /* close once `out` is flushed */
+    bool closed;               /* io->close was called */
+    bool peer_gone;            /* transport failed: output can't be delivered */
+    bool eof;                  /* no more input will come */
+    bool want_drain;
+    bool draining_server;      /* the server is shutting down: answer with close */
+    bool expect_continue;
+    uint8_t crlf_pending;      /* CRLF bytes after chunk data still to check */
+    uint64_t chunk_left;
+    const char *cur_end;       /* end of the bytes being parsed */
+};
+
+/* Prepare `s` (zeroed memory, or a session released with hk_session_free). */
+void hk_session_init(struct hk_session *s, struct hk_worker *w, const struct hk_session_io *io,
+                     void *io_data);
+/* Release buffers. Only when !s->busy. */
+void hk_session_free(struct hk_session *s);
+/* Feed received bytes. The session copies what it keeps. */
+void hk_session_feed(struct hk_session *s, const char *p, size_t n);
+/* The transport saw EOF or an error: no more input. If `fatal`, output can
+ * no longer be delivered either. */
+void hk_session_eof(struct hk_session *s, bool fatal);
+/* All output handed to the kernel; runs the waiting handler's on_drain. */
+void hk_session_drained(struct hk_session *s);
+/* Deadline passed (transport's sweep): 408 + close, or a quiet close. */
+void hk_session_timeout(struct hk_session *s);
+/* Connection limit reached: answer 503 + Retry-After and close. */
+void hk_session_overload(struct hk_session *s);
+/* Server shutdown: an idle session closes now; a busy one after its response. */
+void hk_session_shutdown(struct hk_session *s);
+/* Bytes not yet parsed (the transport stops reading past a bound). */
+static inline size_t hk_session_backlog(const struct hk_session *s)
+{
+    return s->in.len - s->in_pos;
+}
+
+/* Called by the response layer when the current response is complete. */
+void hk_session_finish(struct hk_session *s);
+
+#endif

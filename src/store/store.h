@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT
+ * The store interface: what the API needs from a database, as an ops table.
+ * One `struct hk_store` per process, one `struct hk_store_loop` per event loop.
+ * Every callback of an op runs on the loop that submitted it. */
+#ifndef HK_STORE_H
+#define HK_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/err.h"
+
+/* A row as the API sees it. Strings are not NUL-terminated; `payload` is NULL
+ * for a JSON null payload. In a row handed to a callback, every pointer is
+ * borrowed until that callback returns. */
+struct hk_webhook {
+    int64_t id;
+    const char *source;
+    size_t source_len;
+    const char *event_type;
+    size_t event_type_len;
+    const char *payload;
+    size_t payload_len;
+    int64_t received_us;   /* unix microseconds */
+};
+
+/* Filters and paging for a list. Zero/NULL fields mean "not set". */
+struct hk_list_query {
+    int64_t before;        /* only ids < before (keyset paging); 0 = no bound */
+    const char *source;
+    size_t source_len;
+    const char *event_type;
+    size_t event_type_len;
+    uint32_t limit;        /* rows per batch; the list ends after one batch unless `stream` */
+    bool stream;           /* deliver every matching row, batch by batch (see hk_store_op.more) */
+};
+
+enum hk_op_kind { HK_OP_INSERT, HK_OP_GET, HK_OP_DELETE, HK_OP_LIST };
+
+struct hk_store_op;
+typedef void (*hk_store_row_cb)(struct hk_store_op *op, const struct hk_webhook *row);
+typedef void (*hk_store_done_cb)(struct hk_store_op *op);
+
+/* One request to the store. The caller owns the memory and keeps it (and the
+ * input strings it points to) alive until on_done has run with more == false.
+ *
+ * INSERT: in `row` (id and received_us ignored; the store assigns the id and
+ *         sets received_us to now) and optional `idem_key`. on_row gets the
+ *         stored row (after commit: the row is durable when on_row runs).
+ *         With an idem_key already stored for the same source, on_row gets the
+ *         original row and `replayed` is set.
+ * GET:    in `id`; on_row once, or status HK_ENOTFOUND.
+ * DELETE: in `id`; status 0 or HK_ENOTFOUND.
+ * LIST:   in `list`; on_row per row, newest (highest id) first, then on_done.
+ *         With list.stream, on_done may come with more == true after a batch
+ *         of list.limit rows: the caller must then call exactly one of
+ *         hk_store_list_next() (another batch) or hk_store_list_close().
+ *
+ * on_done always runs exactly once per batch, with `status` 0 or a negative
+ * HK_E* code. Callbacks may run before submit returns (e.g. SQLite reads). */
+struct hk_store_op {
+    enum hk_op_kind kind;
+    int status;
+    bool more;
+    bool replayed;
+    struct hk_webhook row;
+    const char *idem_key;       /* INSERT, optional, NUL-terminated */
+    int64_t id;
+    struct hk_list_query list;
+    hk_store_row_cb on_row;
+    hk_store_done_cb on_done;
+    void *data;                 /* the caller's */
+    /* Backend-private from here on. */
+    struct hk_store_op *next;
+    void *priv;
+};
+
+struct hk_store;
+
+/* Per-loop handle. Backends embed it as the first member of their own. */
+struct hk_store_loop {
+    struct hk_store *store;
+};
+
+struct hk_store_vt {
+    const char *name;           /* "sqlite", "postgresql" */
+    /* Called on the loop's thread before it runs. */
+    int (*loop_attach)(struct hk_store *s, uv_loop_t *loop, struct hk_store_loop **out);
+    /* Called on the loop's thread; the loop must then run until the handles
+     * this closed are gone. No op of this loop may be pending. */
+    void (*loop_detach)(struct hk_store_loop *sl);
+    /* Returns 0 (callbacks will run) or HK_EBUSY / HK_EUNAVAIL (they will not). */
+    int (*submit)(struct hk_store_loop *sl, struct hk_store_op *op);
+    void (*list_next)(struct hk_store_loop *sl, struct hk_store_op *op);
+    void (*list_close)(struct hk_store_loop *sl, struct hk_store_op *op);
+    /* Cheap (no I/O per call): 0 when usable, else HK_EUNAVAIL. */
+    int (*health)(struct hk_store_loop *sl);
+    /* After every loop detached: flush pending writes and release everything. */
+    void (*close)(struct hk_store *s);
+};
+
+struct hk_store {
+    const struct hk_store_vt *vt;
+};
+
+static inline int hk_store_submit(struct hk_store_loop *sl, struct hk_store_op *op)
+{
+    return sl->store->vt->submit(sl, op);
+}
+static inline void hk_store_list_next(struct hk_store_loop *sl, struct hk_store_op *op)
+{
+    sl->store->vt->list_next(sl, op);
+}
+static inline void hk_store_list_close(struct hk_store_loop *sl, struct hk_store_op *op)
+{
+    sl->store->vt->list_close(sl, op);
+}
+static inline int hk_store_health(struct hk_store_loop *sl)
+{
+    return sl->store->vt->health(sl);
+}
+
+/* SQLite backend. `path` is the database file; `sync_full` selects
+ * PRAGMA synchronous=FULL (durable against power loss) instead of NORMAL.
+ * Creates or migrates the schema. On failure returns NULL and writes a
+ * one-line reason into errbuf. */
+struct hk_store *hk_sqlite_open(const char *path, bool sync_full, char *errbuf, size_t errlen);
+
+#endif

@@ -1,0 +1,1086 @@
+/* SPDX-License-Identifier: MIT
+ * Unit tests for store/sqlite.c against a real database file in a fresh temp
+ * directory and a real uv loop: schema, round trips, lists and streams, group
+ * commit, idempotency, two loops at once, crash durability, queue limit, health. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "core/clock.h"
+#include "store/store.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+#define HAVE_LSAN 1
+#endif
+#endif
+
+/* ---- harness ---------------------------------------------------------- */
+
+struct ctx {
+    char dir[64];
+    char path[128];
+    struct hk_store *s;
+    uv_loop_t loop;
+    struct hk_store_loop *sl;
+};
+
+/* What an op's callbacks saw; copies the last row, collects list ids. */
+struct got {
+    int rows;
+    int dones;
+    int status;
+    bool more;
+    bool replayed;
+    int64_t id;
+    int64_t received_us;
+    char source[256];
+    size_t source_len;
+    char event_type[256];
+    size_t event_type_len;
+    char payload[1024];
+    size_t payload_len;
+    bool payload_null;
+    int64_t *ids;
+    size_t nids;
+    uint32_t batch_rows;
+    uint32_t max_batch;
+    int batches;
+};
+
+static void copy_str(char *dst, size_t cap, const char *src, size_t n)
+{
+    cr_assert_lt(n, cap, "string too long for the test buffer");
+    cr_assert(n == 0 || src != NULL);
+    if (n > 0)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static void on_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    struct got *g = op->data;
+    g->rows++;
+    g->batch_rows++;
+    g->id = row->id;
+    g->received_us = row->received_us;
+    copy_str(g->source, sizeof g->source, row->source, row->source_len);
+    g->source_len = row->source_len;
+    copy_str(g->event_type, sizeof g->event_type, row->event_type, row->event_type_len);
+    g->event_type_len = row->event_type_len;
+    g->payload_null = row->payload == NULL;
+    copy_str(g->payload, sizeof g->payload, row->payload, row->payload_len);
+    g->payload_len = row->payload_len;
+    g->ids = realloc(g->ids, (g->nids + 1) * sizeof *g->ids);
+    cr_assert_not_null(g->ids);
+    g->ids[g->nids++] = row->id;
+}
+
+static void on_done(struct hk_store_op *op)
+{
+    struct got *g = op->data;
+    g->dones++;
+    g->status = op->status;
+    g->more = op->more;
+    g->replayed = op->replayed;
+    g->batches++;
+    if (g->batch_rows > g->max_batch)
+        g->max_batch = g->batch_rows;
+    g->batch_rows = 0;
+}
+
+static void got_free(struct got *g)
+{
+    free(g->ids);
+    memset(g, 0, sizeof *g);
+}
+
+static void ctx_open(struct ctx *c, bool sync_full)
+{
+    char err[256];
+    c->s = hk_sqlite_open(c->path, sync_full, err, sizeof err);
+    cr_assert_not_null(c->s, "open failed: %s", err);
+    cr_assert_str_eq(c->s->vt->name, "sqlite");
+    cr_assert_eq(uv_loop_init(&c->loop), 0);
+    cr_assert_eq(c->s->vt->loop_attach(c->s, &c->loop, &c->sl), 0);
+    cr_assert_eq(c->sl->store, c->s);
+}
+
+static void ctx_init(struct ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->dir, sizeof c->dir, "/tmp/hk_sqlite_XXXXXX");
+    cr_assert_not_null(mkdtemp(c->dir));
+    snprintf(c->path, sizeof c->path, "%s/hookd.db", c->dir);
+}
+
+/* Detach, prove the loop closes clean, close the store. */
+static void ctx_close(struct ctx *c)
+{
+    c->s->vt->loop_detach(c->sl);
+    cr_assert_eq(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    cr_assert_eq(uv_loop_close(&c->loop), 0);
+    c->s->vt->close(c->s);
+    c->s = NULL;
+    c->sl = NULL;
+}
+
+/* Criterion does not fail a test over a LeakSanitizer report at exit, so
+ * each test asks for a leak check itself as its last step. */
+static void assert_no_leaks(void)
+{
+#ifdef HAVE_LSAN
+    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "LeakSanitizer found leaks (above)");
+#endif
+}
+
+/* The last step of every test: remove the files, then check for leaks. */
+static void rm_dir(struct ctx *c)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
+    char p[160];
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s%s", c->path, suffix[i]);
+        unlink(p);
+    }
+    cr_assert_eq(rmdir(c->dir), 0, "leftover files in %s", c->dir);
+    assert_no_leaks();
+}
+
+static void op_insert(struct hk_store_op *op, struct got *g, const char *src, const char *et,
+                      const char *payload, const char *idem)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = HK_OP_INSERT;
+    op->row.source = src;
+    op->row.source_len = src ? strlen(src) : 0;
+    op->row.event_type = et;
+    op->row.event_type_len = et ? strlen(et) : 0;
+    op->row.payload = payload;
+    op->row.payload_len = payload ? strlen(payload) : 0;
+    op->idem_key = idem;
+    op->on_row = on_row;
+    op->on_done = on_done;
+    op->data = g;
+}
+
+/* Submit and run the loop until the store has nothing out. */
+static void run_op(struct ctx *c, struct hk_store_op *op)
+{
+    struct got *g = op->data;
+    int before = g->dones;
+    cr_assert_eq(hk_store_submit(c->sl, op), 0);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    cr_assert_eq(g->dones, before + 1, "on_done ran %d times", g->dones - before);
+}
+
+static int64_t insert(struct ctx *c, const char *src, const char *et, const char *payload)
+{
+    struct hk_store_op op;
+    struct got g = {0};
+    op_insert(&op, &g, src, et, payload, NULL);
+    run_op(c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(g.replayed, false);
+    cr_assert_eq(op.row.id, g.id);
+    int64_t id = g.id;
+    got_free(&g);
+    return id;
+}
+
+static void op_by_id(struct hk_store_op *op, struct got *g, enum hk_op_kind kind, int64_t id)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    op->id = id;
+    op->on_row = on_row;
+    op->on_done = on_done;
+    op->data = g;
+}
+
+static int get(struct ctx *c, int64_t id, struct got *g)
+{
+    struct hk_store_op op;
+    op_by_id(&op, g, HK_OP_GET, id);
+    run_op(c, &op);
+    return g->status;
+}
+
+static int del(struct ctx *c, int64_t id)
+{
+    struct hk_store_op op;
+    struct got g = {0};
+    op_by_id(&op, &g, HK_OP_DELETE, id);
+    run_op(c, &op);
+    cr_assert_eq(g.rows, 0);
+    return g.status;
+}
+
+/* Insert n rows in one go (one group-commit wave); ids come back in `ids`. */
+static void insert_many(struct ctx *c, int n, const char *src, const char *et, int64_t *ids)
+{
+    struct hk_store_op *ops = calloc((size_t)n, sizeof *ops);
+    struct got *gs = calloc((size_t)n, sizeof *gs);
+    cr_assert(ops && gs);
+    for (int i = 0; i < n; i++) {
+        op_insert(&ops[i], &gs[i], src, et, "{}", NULL);
+        cr_assert_eq(hk_store_submit(c->sl, &ops[i]), 0);
+    }
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(gs[i].dones, 1);
+        cr_assert_eq(gs[i].status, 0);
+        cr_assert_eq(gs[i].rows, 1);
+        if (ids != NULL)
+            ids[i] = gs[i].id;
+        got_free(&gs[i]);
+    }
+    free(ops);
+    free(gs);
+}
+
+/* Direct SQL on the file, for checks that must not go through the store. */
+static int64_t sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* ---- schema ----------------------------------------------------------- */
+
+Test(store_sqlite, creates_schema_version_1_in_wal)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, true);
+    cr_assert_eq(hk_store_health(c.sl), 0);
+    ctx_close(&c);
+
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                                 " AND name IN ('webhooks_idem', 'webhooks_source_id',"
+                                 " 'webhooks_event_type_id')"), 3);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE name = 'webhooks'"
+                                 " AND sql LIKE '%AUTOINCREMENT%'"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT \"unique\" FROM pragma_index_list('webhooks')"
+                                 " WHERE name = 'webhooks_idem'"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM pragma_journal_mode"
+                                 " WHERE journal_mode = 'wal'"), 1);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, reopen_keeps_data_and_never_reuses_ids)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t a = insert(&c, "gh", "push", "{\"n\":1}");
+    int64_t b = insert(&c, "gh", "push", "{\"n\":2}");
+    int64_t d = insert(&c, "gh", "push", "{\"n\":3}");
+    cr_assert(a < b && b < d);
+    cr_assert_eq(del(&c, d), 0);
+    ctx_close(&c);
+
+    ctx_open(&c, false);
+    struct got g = {0};
+    cr_assert_eq(get(&c, a, &g), 0);
+    cr_assert_str_eq(g.payload, "{\"n\":1}");
+    got_free(&g);
+    cr_assert_eq(get(&c, b, &g), 0);
+    cr_assert_str_eq(g.payload, "{\"n\":2}");
+    got_free(&g);
+    /* AUTOINCREMENT: the deleted highest id is not handed out again. */
+    cr_assert_gt(insert(&c, "gh", "push", "{}"), d);
+    ctx_close(&c);
+
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 3);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, refuses_newer_schema_and_bad_paths)
+{
+    struct ctx c;
+    char err[256];
+    ctx_init(&c);
+    ctx_open(&c, false);
+    ctx_close(&c);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(c.path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "UPDATE schema_version SET version = 99", NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    cr_assert_null(hk_sqlite_open(c.path, false, err, sizeof err));
+    cr_assert_not_null(strstr(err, "99"), "errbuf: %s", err);
+    rm_dir(&c);
+
+    err[0] = '\0';
+    cr_assert_null(hk_sqlite_open("/nonexistent-dir/x/hookd.db", false, err, sizeof err));
+    cr_assert_neq(err[0], '\0');
+    cr_assert_null(strchr(err, '\n'));
+}
+
+Test(store_sqlite, bad_tunable_fails_open)
+{
+    struct ctx c;
+    char err[256];
+    ctx_init(&c);
+    setenv("HOOKD_SQLITE_QUEUE_MAX", "lots", 1);
+    cr_assert_null(hk_sqlite_open(c.path, false, err, sizeof err));
+    cr_assert_not_null(strstr(err, "HOOKD_SQLITE_QUEUE_MAX"), "errbuf: %s", err);
+    cr_assert_eq(access(c.path, F_OK), -1, "nothing is created on a bad setting");
+    setenv("HOOKD_SQLITE_QUEUE_MAX", "0", 1);
+    cr_assert_null(hk_sqlite_open(c.path, false, err, sizeof err));
+    rm_dir(&c);
+}
+
+/* ---- round trips ------------------------------------------------------ */
+
+Test(store_sqlite, insert_get_round_trip)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+
+    /* Not NUL-terminated at the length: the store must honour lengths. */
+    static const char src_buf[] = "github.com/acme-TRAILING";
+    static const char et[] = "issue \"opened\"\n\t'x' \\ h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x98\x80";
+    static const char payload[] = "{\"a\":\"line1\\nline2\",\"u\":\"\xe6\x97\xa5\xe6\x9c\xac\"}\n";
+
+    struct hk_store_op op;
+    struct got g = {0};
+    op_insert(&op, &g, src_buf, et, payload, NULL);
+    op.row.source_len = strlen("github.com/acme");
+    op.row.id = 777;               /* ignored on input */
+    int64_t t0 = hk_wall_us();
+    run_op(&c, &op);
+    int64_t t1 = hk_wall_us();
+    cr_assert_eq(g.status, 0);
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(g.id, 1);
+    cr_assert_str_eq(g.source, "github.com/acme");
+    cr_assert(g.received_us >= t0 && g.received_us <= t1);
+    int64_t recv = g.received_us;
+    got_free(&g);
+
+    cr_assert_eq(get(&c, 1, &g), 0);
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(g.id, 1);
+    cr_assert_eq(g.source_len, strlen("github.com/acme"));
+    cr_assert_str_eq(g.source, "github.com/acme");
+    cr_assert_eq(g.event_type_len, sizeof et - 1);
+    cr_assert_str_eq(g.event_type, et);
+    cr_assert_eq(g.payload_len, sizeof payload - 1);
+    cr_assert_str_eq(g.payload, payload);
+    cr_assert_not(g.payload_null);
+    cr_assert_eq(g.received_us, recv);
+    got_free(&g);
+
+    /* NULL payload stays NULL; an empty one stays empty. */
+    int64_t n = insert(&c, "s", "e", NULL);
+    int64_t e = insert(&c, "s", "e", "");
+    cr_assert_eq(n, 2);
+    cr_assert_eq(e, 3);
+    cr_assert_eq(get(&c, n, &g), 0);
+    cr_assert(g.payload_null);
+    cr_assert_eq(g.payload_len, 0);
+    got_free(&g);
+    cr_assert_eq(get(&c, e, &g), 0);
+    cr_assert_not(g.payload_null);
+    cr_assert_eq(g.payload_len, 0);
+    got_free(&g);
+
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE payload IS NULL"), 1);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, delete_then_not_found)
+{
+    struct ctx c;
+    struct got g = {0};
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t id = insert(&c, "s", "e", "{}");
+    cr_assert_eq(del(&c, id), 0);
+    cr_assert_eq(del(&c, id), HK_ENOTFOUND);
+    cr_assert_eq(get(&c, id, &g), HK_ENOTFOUND);
+    cr_assert_eq(g.rows, 0);
+    cr_assert_eq(g.dones, 1);
+    got_free(&g);
+    cr_assert_eq(get(&c, 424242, &g), HK_ENOTFOUND);
+    cr_assert_eq(g.rows, 0);
+    got_free(&g);
+    cr_assert_eq(del(&c, 424242), HK_ENOTFOUND);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, reads_run_inside_submit)
+{
+    struct ctx c;
+    struct got g = {0};
+    struct hk_store_op op;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t id = insert(&c, "s", "e", "{}");
+    op_by_id(&op, &g, HK_OP_GET, id);
+    cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+    cr_assert_eq(g.dones, 1);
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(g.status, 0);
+    got_free(&g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* ---- lists ------------------------------------------------------------ */
+
+struct mirror {
+    int64_t id;
+    const char *src;
+    const char *et;
+};
+
+static void check_list(struct ctx *c, const struct mirror *m, int n, const char *src,
+                       const char *et, int64_t before, uint32_t limit)
+{
+    struct hk_store_op op;
+    struct got g = {0};
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_LIST;
+    op.list.source = src;
+    op.list.source_len = src ? strlen(src) : 0;
+    op.list.event_type = et;
+    op.list.event_type_len = et ? strlen(et) : 0;
+    op.list.before = before;
+    op.list.limit = limit;
+    op.on_row = on_row;
+    op.on_done = on_done;
+    op.data = &g;
+    cr_assert_eq(hk_store_submit(c->sl, &op), 0);
+    cr_assert_eq(g.dones, 1);
+    cr_assert_eq(g.status, 0);
+    cr_assert_eq(g.more, false);
+
+    size_t want = 0;
+    for (int i = n - 1; i >= 0 && (limit == 0 || want < limit); i--) {
+        if ((src && strcmp(m[i].src, src) != 0) || (et && strcmp(m[i].et, et) != 0) ||
+            (before && m[i].id >= before))
+            continue;
+        cr_assert_lt(want, g.nids, "src=%s et=%s before=%" PRId64 " limit=%u: too few rows",
+                     src, et, before, limit);
+        cr_assert_eq(g.ids[want], m[i].id, "row %zu", want);
+        want++;
+    }
+    cr_assert_eq(g.nids, want, "src=%s et=%s before=%" PRId64 " limit=%u", src, et, before,
+                 limit);
+    got_free(&g);
+}
+
+Test(store_sqlite, list_newest_first_with_filters)
+{
+    struct ctx c;
+    struct mirror m[30];
+    ctx_init(&c);
+    ctx_open(&c, false);
+    for (int i = 0; i < 30; i++) {
+        m[i].src = i % 2 ? "b" : "a";
+        m[i].et = i % 3 == 0 ? "x" : "y";
+        m[i].id = insert(&c, m[i].src, m[i].et, "{}");
+        cr_assert(i == 0 || m[i].id > m[i - 1].id);
+    }
+    int64_t mid = m[17].id;
+    const char *srcs[] = {NULL, "a", "b", "zz"};
+    const char *ets[] = {NULL, "x", "y"};
+    int64_t befores[] = {0, mid, m[0].id};
+    uint32_t limits[] = {0, 1, 4, 100};
+    for (size_t s = 0; s < 4; s++)
+        for (size_t e = 0; e < 3; e++)
+            for (size_t b = 0; b < 3; b++)
+                for (size_t l = 0; l < 4; l++)
+                    check_list(&c, m, 30, srcs[s], ets[e], befores[b], limits[l]);
+
+    /* Spot-check one combination by hand, so the mirror cannot hide a bug. */
+    struct hk_store_op op;
+    struct got g = {0};
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_LIST;
+    op.list = (struct hk_list_query){.source = "a", .source_len = 1, .event_type = "x",
+                                     .event_type_len = 1, .before = mid, .limit = 2};
+    op.on_row = on_row;
+    op.on_done = on_done;
+    op.data = &g;
+    cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+    /* a: even i; x: i % 3 == 0; id < m[17]: i < 17 -> i in {12, 6, 0}, limit 2. */
+    cr_assert_eq(g.nids, 2);
+    cr_assert_eq(g.ids[0], m[12].id);
+    cr_assert_eq(g.ids[1], m[6].id);
+    got_free(&g);
+
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+struct stream {
+    struct got g;
+    struct ctx *c;
+    int stop_after;      /* list_close after this many batches; 0 = never */
+    bool closed;
+};
+
+static void stream_done(struct hk_store_op *op)
+{
+    struct stream *sm = op->data;
+    on_done(op);
+    cr_assert_eq(sm->g.status, 0);
+    if (!op->more)
+        return;
+    if (sm->stop_after && sm->g.batches == sm->stop_after) {
+        hk_store_list_close(sm->c->sl, op);
+        sm->closed = true;
+        return;
+    }
+    /* Continuing from inside on_done is allowed. */
+    hk_store_list_next(sm->c->sl, op);
+}
+
+static void stream_list(struct ctx *c, struct stream *sm, uint32_t limit)
+{
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    sm->c = c;
+    op.kind = HK_OP_LIST;
+    op.list.limit = limit;
+    op.list.stream = true;
+    op.on_row = on_row;
+    op.on_done = stream_done;
+    op.data = sm;   /* struct got is the first member */
+    cr_assert_eq(hk_store_submit(c->sl, &op), 0);
+}
+
+Test(store_sqlite, stream_delivers_every_row_once_in_order)
+{
+    struct ctx c;
+    int64_t *ids = calloc(2500, sizeof *ids);
+    ctx_init(&c);
+    ctx_open(&c, false);
+    insert_many(&c, 2500, "bulk", "e", ids);
+
+    struct stream sm = {0};
+    stream_list(&c, &sm, 100);
+    cr_assert_eq(sm.g.nids, 2500);
+    cr_assert_eq(sm.g.batches, 25);
+    cr_assert_eq(sm.g.max_batch, 100);
+    cr_assert_eq(sm.g.more, false);
+    for (size_t i = 0; i < 2500; i++)
+        cr_assert_eq(sm.g.ids[i], ids[2499 - i], "row %zu", i);
+    got_free(&sm.g);
+
+    /* An exact multiple ends without an empty extra batch; 2500 = 3 * 833 + 1. */
+    struct stream sm2 = {0};
+    stream_list(&c, &sm2, 833);
+    cr_assert_eq(sm2.g.batches, 4);
+    cr_assert_eq(sm2.g.nids, 2500);
+    got_free(&sm2.g);
+
+    /* Closing mid-stream releases it (detach asserts no stream is open). */
+    struct stream sm3 = {0};
+    sm3.stop_after = 3;
+    stream_list(&c, &sm3, 100);
+    cr_assert(sm3.closed);
+    cr_assert_eq(sm3.g.batches, 3);
+    cr_assert_eq(sm3.g.nids, 300);
+    cr_assert_eq(sm3.g.ids[299], ids[2200]);
+    got_free(&sm3.g);
+
+    free(ids);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, empty_stream_ends_at_once)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    struct stream sm = {0};
+    stream_list(&c, &sm, 100);
+    cr_assert_eq(sm.g.batches, 1);
+    cr_assert_eq(sm.g.nids, 0);
+    cr_assert_eq(sm.g.more, false);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* A GET and a LIST submitted from inside a running LIST's on_row. */
+struct nested {
+    struct got g;
+    struct ctx *c;
+    int inner_rows;
+    int inner_dones;
+};
+
+static void inner_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    struct nested *n = op->data;
+    (void)row;
+    n->inner_rows++;
+}
+
+static void inner_done(struct hk_store_op *op)
+{
+    struct nested *n = op->data;
+    cr_assert_eq(op->status, 0);
+    n->inner_dones++;
+}
+
+static void outer_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    struct nested *n = op->data;
+    int64_t id = row->id;
+    struct hk_store_op in;
+    memset(&in, 0, sizeof in);
+    in.kind = HK_OP_GET;
+    in.id = id;
+    in.on_row = inner_row;
+    in.on_done = inner_done;
+    in.data = n;
+    cr_assert_eq(hk_store_submit(n->c->sl, &in), 0);
+    in.kind = HK_OP_LIST;
+    in.list.limit = 1000;
+    cr_assert_eq(hk_store_submit(n->c->sl, &in), 0);
+    on_row(op, row);    /* the outer row must still be intact */
+    cr_assert_eq(n->g.id, id);
+}
+
+Test(store_sqlite, reads_can_nest_in_callbacks)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    insert_many(&c, 5, "s", "e", NULL);
+    struct nested n = {.c = &c};
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_LIST;
+    op.list.limit = 10;
+    op.on_row = outer_row;
+    op.on_done = on_done;
+    op.data = &n;
+    cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+    cr_assert_eq(n.g.nids, 5);
+    cr_assert_eq(n.g.ids[0], 5);
+    cr_assert_eq(n.g.ids[4], 1);
+    cr_assert_eq(n.inner_dones, 10);
+    cr_assert_eq(n.inner_rows, 5 + 5 * 5);
+    got_free(&n.g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* ---- writes ----------------------------------------------------------- */
+
+Test(store_sqlite, group_commit_thousand_inserts)
+{
+    struct ctx c;
+    int64_t *ids = calloc(1000, sizeof *ids);
+    ctx_init(&c);
+    ctx_open(&c, true);
+    insert_many(&c, 1000, "s", "e", ids);
+    /* FIFO through the queue: ids are distinct and follow submission order. */
+    for (int i = 1; i < 1000; i++)
+        cr_assert_gt(ids[i], ids[i - 1], "ids[%d]", i);
+    ctx_close(&c);
+
+    ctx_open(&c, true);
+    struct got g = {0};
+    cr_assert_eq(get(&c, ids[999], &g), 0);
+    got_free(&g);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(DISTINCT id) FROM webhooks"), 1000);
+    free(ids);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, failed_op_does_not_fail_its_batch)
+{
+    struct ctx c;
+    struct hk_store_op ops[5];
+    struct got gs[5] = {0};
+    ctx_init(&c);
+    ctx_open(&c, false);
+    for (int i = 0; i < 5; i++) {
+        /* The middle one has no source: NOT NULL fails that op alone. */
+        op_insert(&ops[i], &gs[i], i == 2 ? NULL : "s", "e", "{}", NULL);
+        cr_assert_eq(hk_store_submit(c.sl, &ops[i]), 0);
+    }
+    uv_run(&c.loop, UV_RUN_DEFAULT);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(gs[i].dones, 1);
+        cr_assert_eq(gs[i].status, i == 2 ? HK_EINVAL : 0, "op %d", i);
+        cr_assert_eq(gs[i].rows, i == 2 ? 0 : 1, "op %d", i);
+        got_free(&gs[i]);
+    }
+    cr_assert_eq(hk_store_health(c.sl), 0);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 4);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, idempotency_key_replays_the_original)
+{
+    struct ctx c;
+    struct hk_store_op op;
+    struct got g = {0};
+    ctx_init(&c);
+    ctx_open(&c, false);
+
+    op_insert(&op, &g, "gh", "push", "{\"v\":1}", "key-1");
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_not(g.replayed);
+    int64_t orig = g.id;
+    int64_t orig_us = g.received_us;
+    got_free(&g);
+
+    /* Same source and key, different body: the original comes back. */
+    op_insert(&op, &g, "gh", "other", NULL, "key-1");
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert(g.replayed);
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(g.id, orig);
+    cr_assert_eq(g.received_us, orig_us);
+    cr_assert_str_eq(g.event_type, "push");
+    cr_assert_str_eq(g.payload, "{\"v\":1}");
+    cr_assert_not(g.payload_null);
+    got_free(&g);
+
+    /* The key is per source. */
+    op_insert(&op, &g, "other-src", "push", "{}", "key-1");
+    run_op(&c, &op);
+    cr_assert_not(g.replayed);
+    cr_assert_gt(g.id, orig);
+    got_free(&g);
+
+    /* Two with one new key in the same batch: one row, second replays first. */
+    struct hk_store_op two[2];
+    struct got g2[2] = {0};
+    op_insert(&two[0], &g2[0], "gh", "push", NULL, "key-2");
+    op_insert(&two[1], &g2[1], "gh", "push", "{}", "key-2");
+    cr_assert_eq(hk_store_submit(c.sl, &two[0]), 0);
+    cr_assert_eq(hk_store_submit(c.sl, &two[1]), 0);
+    uv_run(&c.loop, UV_RUN_DEFAULT);
+    cr_assert_not(g2[0].replayed);
+    cr_assert(g2[1].replayed);
+    cr_assert_eq(g2[1].id, g2[0].id);
+    cr_assert(g2[1].payload_null);
+    got_free(&g2[0]);
+    got_free(&g2[1]);
+
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE idem_key = 'key-1'"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE source = 'gh'"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 3);
+    rm_dir(&c);
+}
+
+/* Two threads, each with its own loop, inserting at the same time. */
+struct worker {
+    struct hk_store *s;
+    int n;
+    int64_t *ids;
+    int failures;    /* checked on the main thread: Criterion asserts belong there */
+};
+
+static void worker_main(void *arg)
+{
+    struct worker *w = arg;
+    uv_loop_t loop;
+    struct hk_store_loop *sl;
+    struct hk_store_op *ops = calloc((size_t)w->n, sizeof *ops);
+    struct got *gs = calloc((size_t)w->n, sizeof *gs);
+    if (uv_loop_init(&loop) != 0 || w->s->vt->loop_attach(w->s, &loop, &sl) != 0) {
+        w->failures++;
+        goto out;
+    }
+    /* Several waves so batches from the two loops interleave. */
+    for (int base = 0; base < w->n; base += 100) {
+        for (int i = base; i < w->n && i < base + 100; i++) {
+            op_insert(&ops[i], &gs[i], "thread", "e", "{}", NULL);
+            if (hk_store_submit(sl, &ops[i]) != 0)
+                w->failures++;
+        }
+        uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    for (int i = 0; i < w->n; i++) {
+        if (gs[i].dones != 1 || gs[i].status != 0 || gs[i].rows != 1)
+            w->failures++;
+        w->ids[i] = gs[i].id;
+        free(gs[i].ids);
+    }
+    w->s->vt->loop_detach(sl);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&loop) != 0)
+        w->failures++;
+out:
+    free(ops);
+    free(gs);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+Test(store_sqlite, two_loops_lose_no_rows)
+{
+    struct ctx c;
+    char err[256];
+    ctx_init(&c);
+    c.s = hk_sqlite_open(c.path, false, err, sizeof err);
+    cr_assert_not_null(c.s, "%s", err);
+
+    enum { N = 700 };
+    int64_t *all = calloc(2 * N, sizeof *all);
+    struct worker w[2] = {{c.s, N, all, 0}, {c.s, N, all + N, 0}};
+    uv_thread_t t[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(uv_thread_create(&t[i], worker_main, &w[i]), 0);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(uv_thread_join(&t[i]), 0);
+    cr_assert_eq(w[0].failures, 0);
+    cr_assert_eq(w[1].failures, 0);
+    c.s->vt->close(c.s);
+
+    qsort(all, 2 * N, sizeof *all, cmp_i64);
+    for (int i = 0; i < 2 * N; i++)
+        cr_assert_eq(all[i], i + 1, "ids must be exactly 1..%d", 2 * N);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 2 * N);
+    free(all);
+    rm_dir(&c);
+}
+
+/* ---- durability ------------------------------------------------------- */
+
+static int ack_fd;
+static int acks;
+
+/* Acknowledge, and at the 2000th ack die at once: the harshest moment for a
+ * crash, since a store that acked before its commit reached the file would
+ * lose the rows of the batch it is committing right now. */
+static void child_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    (void)op;
+    /* 8 bytes to a pipe are written atomically. */
+    if (write(ack_fd, &row->id, sizeof row->id) != sizeof row->id)
+        _exit(3);
+    if (++acks == 2000)
+        raise(SIGKILL);
+}
+
+static struct hk_store_loop *child_sl;
+
+static void child_done(struct hk_store_op *op)
+{
+    if (op->status != 0)
+        _exit(4);
+    if (hk_store_submit(child_sl, op) != 0)     /* keep the writer busy */
+        _exit(5);
+}
+
+static _Noreturn void child_writer(const char *path)
+{
+    char err[256];
+    static struct hk_store_op ops[64];
+    uv_loop_t loop;
+    struct hk_store *s = hk_sqlite_open(path, false, err, sizeof err);
+    if (s == NULL || uv_loop_init(&loop) != 0 || s->vt->loop_attach(s, &loop, &child_sl) != 0)
+        _exit(2);
+    for (int i = 0; i < 64; i++) {
+        ops[i].kind = HK_OP_INSERT;
+        ops[i].row.source = "durable";
+        ops[i].row.source_len = 7;
+        ops[i].row.event_type = "e";
+        ops[i].row.event_type_len = 1;
+        ops[i].row.payload = "{\"k\":\"v\"}";
+        ops[i].row.payload_len = 9;
+        ops[i].on_row = child_row;
+        ops[i].on_done = child_done;
+        if (hk_store_submit(child_sl, &ops[i]) != 0)
+            _exit(5);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    _exit(6);   /* unreachable: the writes never stop */
+}
+
+Test(store_sqlite, acknowledged_rows_survive_sigkill)
+{
+    struct ctx c;
+    int fds[2];
+    ctx_init(&c);
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(fds[0]);
+        ack_fd = fds[1];
+        child_writer(c.path);
+    }
+    close(fds[1]);
+
+    size_t n = 0, cap = 4096;
+    int64_t *acked = malloc(cap * sizeof *acked);
+    for (;;) {
+        int64_t id;
+        ssize_t r = read(fds[0], &id, sizeof id);
+        if (r == 0)
+            break;
+        cr_assert_eq(r, (ssize_t)sizeof id);
+        if (n == cap) {
+            cap *= 2;
+            acked = realloc(acked, cap * sizeof *acked);
+        }
+        acked[n++] = id;
+    }
+    close(fds[0]);
+    int wst;
+    cr_assert_eq(waitpid(pid, &wst, 0), pid);
+    cr_assert(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL,
+              "child did not die by SIGKILL (status %d, %zu acks)", wst, n);
+    cr_assert_eq(n, 2000);
+
+    /* Reopen through the store (WAL recovery), then check every ack. */
+    ctx_open(&c, false);
+    cr_assert_eq(hk_store_health(c.sl), 0);
+    for (size_t i = 0; i < n; i++) {
+        struct got g = {0};
+        cr_assert_eq(get(&c, acked[i], &g), 0, "acknowledged id %" PRId64 " lost", acked[i]);
+        cr_assert_str_eq(g.source, "durable");
+        cr_assert_str_eq(g.payload, "{\"k\":\"v\"}");
+        got_free(&g);
+    }
+    ctx_close(&c);
+    cr_assert_geq(sql_int(c.path, "SELECT count(*) FROM webhooks"), (int64_t)n);
+    free(acked);
+    rm_dir(&c);
+}
+
+/* ---- limits and health ------------------------------------------------ */
+
+static sqlite3 *hold_write_lock(const char *path)
+{
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    return db;
+}
+
+static void release_write_lock(sqlite3 *db)
+{
+    cr_assert_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+Test(store_sqlite, full_queue_says_busy)
+{
+    struct ctx c;
+    enum { N = 300 };
+    struct hk_store_op *ops = calloc(N, sizeof *ops);
+    struct got *gs = calloc(N, sizeof *gs);
+    ctx_init(&c);
+    setenv("HOOKD_SQLITE_QUEUE_MAX", "8", 1);
+    ctx_open(&c, false);
+
+    /* Another connection holds the write lock, so the writer stalls in
+     * BEGIN IMMEDIATE holding at most one batch (256) while the queue fills. */
+    sqlite3 *lock = hold_write_lock(c.path);
+    int ok = 0, busy = 0;
+    for (int i = 0; i < N; i++) {
+        op_insert(&ops[i], &gs[i], "s", "e", "{}", NULL);
+        int rc = hk_store_submit(c.sl, &ops[i]);
+        cr_assert(rc == 0 || rc == HK_EBUSY, "rc %d", rc);
+        if (rc == 0)
+            ok++;
+        else
+            busy++;
+    }
+    cr_assert_geq(busy, N - 8 - 256);
+    cr_assert_geq(ok, 8);
+    release_write_lock(lock);
+
+    uv_run(&c.loop, UV_RUN_DEFAULT);
+    int done = 0;
+    for (int i = 0; i < N; i++) {
+        cr_assert(gs[i].dones == 0 || (gs[i].dones == 1 && gs[i].status == 0));
+        done += gs[i].dones;
+        got_free(&gs[i]);
+    }
+    cr_assert_eq(done, ok, "every accepted op completes, no refused one does");
+    cr_assert_eq(hk_store_health(c.sl), 0);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), ok);
+    free(ops);
+    free(gs);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, health_fails_on_unwritable_and_recovers)
+{
+    struct ctx c;
+    struct hk_store_op op;
+    struct got g = {0};
+    ctx_init(&c);
+    setenv("HOOKD_SQLITE_BUSY_MS", "50", 1);
+    ctx_open(&c, false);
+    cr_assert_eq(hk_store_health(c.sl), 0);
+
+    sqlite3 *lock = hold_write_lock(c.path);
+    op_insert(&op, &g, "s", "e", "{}", "k");
+    run_op(&c, &op);
+    cr_assert_eq(g.status, HK_ESTORE);
+    cr_assert_eq(g.rows, 0, "nothing is reported stored when the commit fails");
+    cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL);
+    got_free(&g);
+    op_by_id(&op, &g, HK_OP_DELETE, 1);
+    run_op(&c, &op);
+    cr_assert_eq(g.status, HK_ESTORE);
+    got_free(&g);
+    /* Reads keep working meanwhile. */
+    cr_assert_eq(get(&c, 1, &g), HK_ENOTFOUND);
+    got_free(&g);
+    release_write_lock(lock);
+
+    op_insert(&op, &g, "s", "e", "{}", "k");
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_not(g.replayed);
+    cr_assert_eq(hk_store_health(c.sl), 0);
+    got_free(&g);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 1);
+    rm_dir(&c);
+}

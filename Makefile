@@ -12,7 +12,7 @@ ARGS ?=
 SETUP = test -f build/meson-private/coredata.dat || meson setup build --buildtype=release
 
 .DEFAULT_GOAL := build
-.PHONY: run build test clean
+.PHONY: run build test clean fuzz
 
 run:
 	@bash scripts/deps.sh run
@@ -28,6 +28,18 @@ build:
 test:
 	@bash scripts/deps.sh test
 	@bash scripts/test.sh
+
+# Open-ended fuzzing of the request path (FUZZ_TARGET=json for the decoder).
+# New inputs go to build-fuzz/corpus-<target>/; the committed seeds are read too.
+FUZZ_TARGET ?= http
+fuzz:
+	@bash scripts/deps.sh test
+	@test -f build-fuzz/meson-private/coredata.dat || CC=clang meson setup build-fuzz \
+		-Dbuildtype=debug -Dtests=disabled -Dfuzz=enabled -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C build-fuzz
+	mkdir -p build-fuzz/corpus-$(FUZZ_TARGET)
+	build-fuzz/fuzz/fuzz_$(FUZZ_TARGET) -dict=fuzz/$(FUZZ_TARGET).dict -timeout=10 \
+		build-fuzz/corpus-$(FUZZ_TARGET) fuzz/corpus/$(FUZZ_TARGET)
 
 clean:
 	rm -rf build/ build-*/

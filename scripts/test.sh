@@ -19,6 +19,7 @@ asan_dir=build-asan
 asan_opts=(-Dbuildtype=debug -Dwerror=true -Dtests=enabled
            -Db_sanitize=address,undefined -Db_lundef=false)
 asan_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+          LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
 
 # Meson's own interpreter: always there when meson is, unlike a python3
@@ -51,9 +52,22 @@ for arg in sys.argv[1:]:
 ' "$@" || meson configure "$dir" "$@"
 }
 
+# libFuzzer needs clang: a third directory, fuzz targets only, each run for
+# a bounded time over its seed corpus (FUZZ_SECONDS, default 20).
+fuzz_dir=build-fuzz
+# shellcheck disable=SC2054
+fuzz_opts=(-Dbuildtype=debug -Dwerror=true -Dtests=disabled -Dfuzz=enabled
+           -Dfuzz_seconds="${FUZZ_SECONDS:-20}"
+           -Db_sanitize=address,undefined -Db_lundef=false)
+
 configure "$rel_dir" "${rel_opts[@]}"
 configure "$asan_dir" "${asan_opts[@]}"
-for dir in "$rel_dir" "$asan_dir"; do
+if [ ! -f "$fuzz_dir/meson-private/coredata.dat" ]; then
+    CC=clang meson setup "$fuzz_dir" "${fuzz_opts[@]}"
+else
+    configure "$fuzz_dir" "${fuzz_opts[@]}"
+fi
+for dir in "$rel_dir" "$asan_dir" "$fuzz_dir"; do
     if ! ninja -C "$dir"; then
         echo "test.sh: build failed in $dir/, no tests run" >&2
         exit 1
@@ -79,8 +93,11 @@ run_tests "$rel_dir"
 rel_rc=$test_rc
 run_tests "$asan_dir" "${asan_env[@]}"
 asan_rc=$test_rc
+suite_args=(--suite fuzz)
+run_tests "$fuzz_dir" "${asan_env[@]}"
+fuzz_rc=$test_rc
 
-exec "$py" - "release:$rel_dir:$rel_rc" "asan:$asan_dir:$asan_rc" <<'PY'
+exec "$py" - "release:$rel_dir:$rel_rc" "asan:$asan_dir:$asan_rc" "fuzz:$fuzz_dir:$fuzz_rc" <<'PY'
 import json, os, re, sys
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -145,7 +145,7 @@ static void bench_done(uv_work_t *wk, int status)
     double iters = (double)r->bench[0], total_ms = (double)r->bench[1] / 1e6;
     struct hk_buf *b = hk_resp_body(r);
     hk_buf_printf(b,
-                  "{\"mode\":\"native\",\"iterations\":%llu,\"totalDurationMs\":%.3f,\"avgDurationMs\":%.6f,"
+                  "{\"mode\":\"native\",\"iterations\":%llu,\"totalDurationMs\":%.6f,\"avgDurationMs\":%.6f,"
                   "\"minDurationMs\":%.6f,\"maxDurationMs\":%.6f,\"throughputPerSec\":%.1f,\"timestamp\":\"",
                   (unsigned long long)r->bench[0], total_ms, (double)r->bench[4] / 1e6 / iters, (double)r->bench[2] / 1e6,
                   (double)r->bench[3] / 1e6, total_ms > 0 ? iters / (total_ms / 1000.0) : 0.0);

@@ -311,7 +311,8 @@ static void complete_batch(struct hk_store_op *batch)
         else
             sl->done_head = op;
         sl->done_tail = op;
-        uv_async_send(&sl->async);
+        /* Cannot fail on a live handle (libuv returns 0 unconditionally). */
+        (void)uv_async_send(&sl->async);
         uv_mutex_unlock(&sl->mu);
         op = next;
     }
@@ -760,6 +761,7 @@ struct hk_store *hk_sqlite_open(const char *path, bool sync_full, char *errbuf, 
     long queue_max, busy_ms;
     int rc;
 
+    assert(errlen > 0);
     errbuf[0] = '\0';
     if (path == NULL || *path == '\0') {
         snprintf(errbuf, errlen, "sqlite: no database path");

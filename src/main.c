@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "config.h"
 #include "core/clock.h"
+#include "core/hmac.h"
 #include "core/log.h"
 #include "hk_build.h"
 #include "http/server.h"
@@ -55,6 +56,11 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (cfg.database_url) {
         fprintf(stderr, "hookd: DATABASE_URL is set, but this build has no PostgreSQL store yet\n");
+        rc = 2;
+        goto out;
+    }
+    if (cfg.webhook_secret && hk_hmac_init(err, sizeof err) < 0) {
+        fprintf(stderr, "hookd: %s\n", err);
         rc = 2;
         goto out;
     }

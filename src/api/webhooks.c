@@ -2,14 +2,12 @@
  * /api/webhooks: create (validated, optionally signed and idempotent), list
  * (paged or streamed), get and delete. Each handler fills its request's
  * store op and answers from the op's callbacks. */
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <strings.h>
 #include <string.h>
 
 #include "api/api.h"
 #include "config.h"
+#include "core/hmac.h"
 #include "http/query.h"
 #include "http/resp.h"
 #include "http/server.h"
@@ -54,10 +52,9 @@ static int signature_ok(struct hk_req *r)
     const struct hk_config *cfg = r->s->w->cfg;
     if (!r->signature || r->signature_len != 7 + 64 || strncasecmp(r->signature, "sha256=", 7) != 0)
         return 0;
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int mlen = 0;
-    if (!HMAC(EVP_sha256(), cfg->webhook_secret, (int)cfg->webhook_secret_len,
-              (const unsigned char *)r->body->p, r->body->len, mac, &mlen) || mlen != 32)
+    unsigned char mac[32];
+    if (hk_hmac_sha256(cfg->webhook_secret, cfg->webhook_secret_len, r->body->p ? r->body->p : "", r->body->len,
+                       mac) < 0)
         return 0;
     unsigned char given[32];
     for (int i = 0; i < 32; i++) {
@@ -72,7 +69,7 @@ static int signature_ok(struct hk_req *r)
         }
         given[i] = (unsigned char)v;
     }
-    return CRYPTO_memcmp(given, mac, 32) == 0;
+    return hk_hmac_equal(given, mac, 32) == 0;
 }
 
 static void create_row(struct hk_store_op *op, const struct hk_webhook *row)

@@ -262,6 +262,44 @@ Test(http, header_names_are_case_insensitive)
     hk_finish(&srv);
 }
 
+static void body_stream(int i, char *buf, size_t n)
+{
+    snprintf(buf, n, "{\"source\":\"stream\",\"eventType\":\"e\",\"payload\":\"row %d padded "
+                     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}", i);
+}
+
+/* Clients that vanish during a streamed list (all=true spans several store
+ * batches) must not take the server down or leak the stream. */
+Test(http, client_gone_during_streamed_list)
+{
+    hk_server_start(&srv, NULL);
+    enum { N = 600 };
+    int64_t ids[N];
+    cr_assert_eq(hk_parallel_posts(&srv, 4, N, body_stream, ids), N);
+    for (int i = 0; i < 30; i++) {
+        int fd = hk_tcp_connect(&srv);
+        cr_assert_eq(hk_tcp_sends(fd, "GET /api/webhooks?all=true HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+        if (i % 3 == 1) {
+            struct hk_raw raw = {0};
+            hk_tcp_read_until(fd, &raw, "\"id\"", 2000);
+            hk_raw_free(&raw);
+        } else if (i % 3 == 2) {
+            /* Pipelined second request, then gone. */
+            hk_tcp_sends(fd, LIVE);
+        }
+        hk_tcp_close(fd);
+    }
+    hk_assert_alive(&srv);
+    /* A full stream still works afterwards. */
+    struct hk_resp r;
+    hk_get(&srv, "/api/webhooks?all=true", &r);
+    json_t *a = hk_assert_json(&r, 200);
+    cr_assert_eq(json_array_size(a), (size_t)N);
+    json_decref(a);
+    hk_resp_free(&r);
+    hk_finish(&srv);
+}
+
 /* ---- closing ---- */
 
 Test(http, http10_without_keep_alive_closes)

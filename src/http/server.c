@@ -121,7 +121,8 @@ static void start_linger(struct hk_conn *c)
     if (c->lingering || c->tcp_closed)
         return;
     c->lingering = true;
-    c->linger_until = uv_now(&c->w->loop) + LINGER_MS;
+    /* While stopping, a client that keeps its end open must not hold the exit up. */
+    c->linger_until = uv_now(&c->w->loop) + (c->w->stopping ? LINGER_MS / 10 : LINGER_MS);
     c->sreq.data = c;
     if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
         tcp_close(c);

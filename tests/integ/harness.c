@@ -56,7 +56,7 @@ static void fail(const char *file, int line, const char *fmt, ...)
         n = 0;
     if ((size_t)n < sizeof msg && context[0])
         snprintf(msg + n, sizeof msg - (size_t)n, "\n  [while: %s]", context);
-    cr_assert_fail("%s (harness.c:%d, from %s)", msg, line, file);
+    cr_assert_fail("%s (%s:%d)", msg, file, line);
     abort(); /* not reached: the failed assertion leaves the test */
 }
 

@@ -209,18 +209,12 @@ static int run_insert(struct sq_store *st, struct hk_store_op *op)
 {
     sqlite3_stmt *stmt = st->ins;
     const struct hk_webhook *r = &op->row;
-    int rc = SQLITE_OK;
+    int rc = op->idem_key != NULL ? find_idem(st, op) : SQLITE_DONE;
 
-    if (op->idem_key != NULL) {
-        rc = find_idem(st, op);
-        if (rc == SQLITE_ROW) {
-            rc = SQLITE_OK;
-            goto out;
-        }
-        if (rc != SQLITE_DONE)
-            goto out;
-    }
-    rc = bind_str(stmt, 1, r->source, r->source_len);
+    if (rc == SQLITE_ROW)
+        return SQLITE_OK;   /* a replay: find_idem has filled in the op */
+    if (rc == SQLITE_DONE)
+        rc = bind_str(stmt, 1, r->source, r->source_len);
     if (rc == SQLITE_OK)
         rc = bind_str(stmt, 2, r->event_type, r->event_type_len);
     if (rc == SQLITE_OK)
@@ -239,7 +233,6 @@ static int run_insert(struct sq_store *st, struct hk_store_op *op)
         op->status = HK_EINVAL;
         rc = SQLITE_OK;
     }
-out:
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
     return rc;
@@ -278,7 +271,9 @@ out:
             hk_info("sqlite writes recovered", NULL);
         return;
     }
-    log_sqlite("sqlite batch failed, rolled back", rc);
+    /* Log the way in, not every failed batch of an outage. */
+    if (atomic_exchange(&st->health, HK_EUNAVAIL) == 0)
+        log_sqlite("sqlite writes failing, batch rolled back", rc);
     if (!sqlite3_get_autocommit(st->db))
         step_once(st->rollback);
     for (op = batch; op != NULL; op = op->next) {
@@ -290,7 +285,6 @@ out:
         }
         op->status = HK_ESTORE;
     }
-    atomic_store(&st->health, HK_EUNAVAIL);
 }
 
 /* Hand each op back to its loop. The async send happens under the loop's

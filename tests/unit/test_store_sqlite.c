@@ -734,20 +734,22 @@ Test(store_sqlite, group_commit_thousand_inserts)
 Test(store_sqlite, failed_op_does_not_fail_its_batch)
 {
     struct ctx c;
-    struct hk_store_op ops[5];
-    struct got gs[5] = {0};
+    struct hk_store_op ops[6];
+    struct got gs[6] = {0};
     ctx_init(&c);
     ctx_open(&c, false);
-    for (int i = 0; i < 5; i++) {
-        /* The middle one has no source: NOT NULL fails that op alone. */
-        op_insert(&ops[i], &gs[i], i == 2 ? NULL : "s", "e", "{}", NULL);
+    for (int i = 0; i < 6; i++) {
+        /* NOT NULL fails these two alone: no source; no event type (with a key). */
+        op_insert(&ops[i], &gs[i], i == 2 ? NULL : "s", i == 4 ? NULL : "e", "{}",
+                  i == 4 ? "k4" : NULL);
         cr_assert_eq(hk_store_submit(c.sl, &ops[i]), 0);
     }
     uv_run(&c.loop, UV_RUN_DEFAULT);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
+        bool bad = i == 2 || i == 4;
         cr_assert_eq(gs[i].dones, 1);
-        cr_assert_eq(gs[i].status, i == 2 ? HK_EINVAL : 0, "op %d", i);
-        cr_assert_eq(gs[i].rows, i == 2 ? 0 : 1, "op %d", i);
+        cr_assert_eq(gs[i].status, bad ? HK_EINVAL : 0, "op %d", i);
+        cr_assert_eq(gs[i].rows, bad ? 0 : 1, "op %d", i);
         got_free(&gs[i]);
     }
     cr_assert_eq(hk_store_health(c.sl), 0);

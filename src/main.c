@@ -64,7 +64,6 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    hk_api_init();
     store = hk_sqlite_open(cfg.sqlite_path, cfg.sqlite_sync_full, err, sizeof err);
     if (!store) {
         hk_error("cannot open the store", "\"backend\":\"sqlite\",\"path\":\"%s\",\"error\":\"%s\"",

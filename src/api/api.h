@@ -6,7 +6,7 @@
 struct hk_req;
 
 /* Read what /api/system/info reports that never changes (uname, memory
- * limit, CPUs). Call once before serving. */
+ * limit, CPUs). Idempotent and thread-safe; runs on first use if not called. */
 void hk_api_init(void);
 
 /* Route the request and run its handler (or answer 404/405). */

@@ -2,6 +2,7 @@
  * /api/system/info and /api/system/benchmark. Static facts are read once at
  * start; per request only the RSS is read (one pread of /proc/self/statm). */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ static double cgroup_memory_limit(void)
     return 0;
 }
 
-void hk_api_init(void)
+static void read_static_facts(void)
 {
     struct utsname u;
     if (uname(&u) == 0) {
@@ -63,6 +64,13 @@ void hk_api_init(void)
     sys.cpus = hk_cpus_available();
     if (sys.statm_fd < 0)
         sys.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+}
+
+/* Deferred to the first /api/system/info so that start-up does not pay for it. */
+void hk_api_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, read_static_facts);
 }
 
 static double rss_mb(void)
@@ -84,6 +92,7 @@ void hk_api_system_info(struct hk_req *r)
 {
     struct hk_worker *w = r->s->w;
     struct hk_buf *b = hk_resp_body(r);
+    hk_api_init();
     uint64_t up_ms = (hk_mono_ns() - w->start_ns) / 1000000u;
     hk_buf_puts(b, "{\"mode\":\"native\",\"version\":\"" HK_VERSION "\",\"osName\":");
     hk_buf_put_json_str(b, sys.os_name, strlen(sys.os_name));

@@ -44,15 +44,6 @@ void hk_resp_header(struct hk_req *r, const char *name, const char *value, size_
     hk_buf_put(h, "\r\n", 2);
 }
 
-void hk_resp_header_i64(struct hk_req *r, const char *name, int64_t v)
-{
-    struct hk_buf *h = &r->s->rhdr;
-    hk_buf_puts(h, name);
-    hk_buf_put(h, ": ", 2);
-    hk_buf_put_i64(h, v);
-    hk_buf_put(h, "\r\n", 2);
-}
-
 /* Status line and common headers, up to (not including) the length header. */
 static void put_head(struct hk_req *r, int status, const char *content_type)
 {

@@ -19,7 +19,6 @@ static inline struct hk_buf *hk_resp_body(struct hk_req *r)
 
 /* Add a header line to the response under construction. */
 void hk_resp_header(struct hk_req *r, const char *name, const char *value, size_t len);
-void hk_resp_header_i64(struct hk_req *r, const char *name, int64_t v);
 
 /* Write status, headers and the body in hk_resp_body(r); ends the request. */
 void hk_resp_send(struct hk_req *r, int status, const char *content_type);

@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT
  * coldstart: exec a server and poll it with a tight loopback client until
- * GET <path> answers 200; print the time from just before fork to that
+ * GET <path> answers 200; print the time from just before the spawn to that
  * answer, with the server's RSS/PSS/USS a moment later, as one JSON line.
  *
- *   coldstart [-p port] [-u /q/health/ready] [-s settle_ms] [-n runs] [-i pause_us] [-c server_cpu] -- cmd args...
+ *   coldstart [-p port] [-u /q/health/ready] [-s settle_ms] [-n runs] [-i pause_us]
+ *             [-c server_cpu] [-t timeout_ms] [-o] [-f] -- cmd args...
+ *
+ *   -o  capture the server's stdout and report its first line that says
+ *       "started in" (else its first line) as "startedLine", and the time in
+ *       it ("started in 0.003874s") as "appStartMs"
+ *   -f  right after the first 200, time one POST /api/webhooks and then one
+ *       GET /api/webhooks, each on a fresh connection ("firstPostMs", "firstGetMs")
  *
  * Each run starts the command afresh (SIGTERM, then SIGKILL after 5 s).
  * Between refused probes the poller pauses pause_us (default 100 us). */
@@ -12,6 +19,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -33,38 +41,94 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* One GET; returns the status code, or -1 when the server is not there yet. */
-static int probe(int port, const char *path)
+static int dial(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+static int status_of(const char *buf, ssize_t n)
+{
+    if (n >= 12 && strncmp(buf, "HTTP/1.", 7) == 0)
+        return atoi(buf + 9);
+    return -1;
+}
+
+/* One GET; returns the status code, or -1 when the server is not there yet. */
+static int probe(int port, const char *path)
+{
+    int fd = dial(port);
+    if (fd < 0)
+        return -1;
     int status = -1;
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
-        goto out;
     char req[256];
     int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", path);
     if (write(fd, req, (size_t)n) != n)
         goto out;
     char buf[512];
     ssize_t r = read(fd, buf, sizeof buf - 1);
-    if (r >= 12) {
+    if (r > 0) {
         buf[r] = 0;
-        if (strncmp(buf, "HTTP/1.", 7) == 0)
-            status = atoi(buf + 9);
+        status = status_of(buf, r);
     }
 out:
     close(fd);
     return status;
 }
 
-/* Sum a field of /proc/PID/smaps_rollup (kB). */
-static long rollup(pid_t pid, const char *field)
+/* One whole request on a fresh connection, read to EOF (Connection: close).
+ * Returns the milliseconds from before connect() to EOF, or -1; *status gets
+ * the response's status code. */
+static double request(int port, const char *method, const char *path, const char *body, int *status)
+{
+    char req[1024], buf[16384];
+    *status = -1;
+    double t0 = now_ms();
+    int fd = dial(port);
+    if (fd < 0)
+        return -1;
+    int n;
+    if (body)
+        n = snprintf(req, sizeof req,
+                     "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                     method, path, strlen(body), body);
+    else
+        n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                     method, path);
+    double ms = -1;
+    if (n <= 0 || (size_t)n >= sizeof req || write(fd, req, (size_t)n) != n)
+        goto out;
+    ssize_t r, first = 0;
+    while ((r = read(fd, buf, sizeof buf - 1)) > 0) {
+        if (!first) {
+            buf[r] = 0;
+            *status = status_of(buf, r);
+            first = r;
+        }
+    }
+    if (r == 0 && first)
+        ms = now_ms() - t0;
+out:
+    close(fd);
+    return ms;
+}
+
+/* Sum a field of /proc/PID/smaps_rollup or /proc/PID/status (kB). */
+static long proc_kb(pid_t pid, const char *file, const char *field)
 {
     char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -77,12 +141,114 @@ static long rollup(pid_t pid, const char *field)
     return total;
 }
 
+/* The server's stdout when -o is given: the first line that says "started
+ * in" (Quarkus prints a banner first), else the first line. */
+struct outcap {
+    int fd;
+    char cur[512];   /* the line being read */
+    size_t curlen;
+    char line[512];  /* the line reported */
+    int have;        /* 0: none, 1: the first line, 2: a "started in" line */
+};
+
+static void outcap_line(struct outcap *oc)
+{
+    oc->cur[oc->curlen] = 0;
+    int started = strstr(oc->cur, "started in") != NULL;
+    if (oc->have == 0 || (oc->have == 1 && started)) {
+        memcpy(oc->line, oc->cur, oc->curlen + 1);
+        oc->have = started ? 2 : 1;
+    }
+    oc->curlen = 0;
+}
+
+/* Drain the server's stdout for wait_ms (0: what is there now), keeping the
+ * first line: a chatty server must never block on a full pipe. */
+static void outcap_pump(struct outcap *oc, int wait_ms)
+{
+    if (oc->fd < 0)
+        return;
+    double until = now_ms() + wait_ms;
+    for (;;) {
+        char tmp[4096];
+        ssize_t r = read(oc->fd, tmp, sizeof tmp);
+        for (ssize_t k = 0; k < r && oc->have < 2; k++) {
+            if (tmp[k] == '\n')
+                outcap_line(oc);
+            else if (oc->curlen < sizeof oc->cur - 1)
+                oc->cur[oc->curlen++] = tmp[k];
+        }
+        if (r > 0)
+            continue;
+        if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+            /* EOF or error: nothing more will come. */
+            if (oc->curlen)
+                outcap_line(oc);
+            close(oc->fd);
+            oc->fd = -1;
+            return;
+        }
+        double left = until - now_ms();
+        if (left <= 0)
+            return;
+        struct pollfd p = {.fd = oc->fd, .events = POLLIN};
+        poll(&p, 1, (int)left + 1);
+    }
+}
+
+/* "hookd 0.1.0 started in 0.003874s. Listening on: ..." -> 3.874; -1 if absent. */
+static double started_ms(const char *line)
+{
+    const char *p = strstr(line, "started in ");
+    if (!p)
+        return -1;
+    char *end;
+    double s = strtod(p + 11, &end);
+    if (end == p + 11)
+        return -1;
+    if (strncmp(end, "ms", 2) == 0)
+        return s;
+    return s * 1000;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, const char *key, double v)
+{
+    if (v < 0)
+        fprintf(f, ",\"%s\":null", key);
+    else
+        fprintf(f, ",\"%s\":%.3f", key, v);
+}
+
 int main(int argc, char **argv)
 {
-    int port = 8080, runs = 1, settle_ms = 1000, pause_us = 100, server_cpu = -1;
+    int port = 8080, runs = 1, settle_ms = 1000, pause_us = 100, server_cpu = -1, timeout_ms = 30000;
+    int capture = 0, first_req = 0;
     const char *path = "/q/health/ready";
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "-o") == 0) {
+            capture = 1;
+            continue;
+        }
+        if (strcmp(argv[i], "-f") == 0) {
+            first_req = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             break;
         if (strcmp(argv[i], "-p") == 0)
@@ -97,9 +263,12 @@ int main(int argc, char **argv)
             pause_us = atoi(argv[++i]);
         else if (strcmp(argv[i], "-c") == 0)
             server_cpu = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-t") == 0)
+            timeout_ms = atoi(argv[++i]);
     }
     if (i >= argc - 1) {
-        fprintf(stderr, "usage: coldstart [-p port] [-u path] [-n runs] [-s settle_ms] [-i pause_us] [-c server_cpu] -- cmd args...\n");
+        fprintf(stderr, "usage: coldstart [-p port] [-u path] [-n runs] [-s settle_ms] [-i pause_us] [-c server_cpu]"
+                        " [-t timeout_ms] [-o] [-f] -- cmd args...\n");
         return 2;
     }
     char **cmd = argv + i + 1;
@@ -107,14 +276,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "coldstart: something already answers on port %d\n", port);
         return 1;
     }
+    signal(SIGPIPE, SIG_IGN);
     for (int run = 0; run < runs; run++) {
-        double t0 = now_ms();
-        /* posix_spawn (vfork semantics): the launcher's own fork cost stays
-         * out of the figure. */
-        pid_t pid;
+        struct outcap oc = {.fd = -1};
+        int pfd[2] = {-1, -1};
+        if (capture && pipe2(pfd, O_CLOEXEC) < 0) {
+            perror("coldstart: pipe");
+            return 1;
+        }
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        if (capture)
+            posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+        else
+            posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
         /* The child inherits the affinity in force at spawn: pin it without
          * the extra exec that taskset would add to the figure. */
@@ -125,10 +300,19 @@ int main(int argc, char **argv)
             CPU_SET(server_cpu, &srv);
             sched_setaffinity(0, sizeof srv, &srv);
         }
+        pid_t pid;
+        /* posix_spawn (vfork semantics): the launcher's own fork cost stays
+         * out of the figure. */
+        double t0 = now_ms();
         int se = posix_spawnp(&pid, cmd[0], &fa, NULL, cmd, environ);
         if (server_cpu >= 0)
             sched_setaffinity(0, sizeof mine, &mine);
         posix_spawn_file_actions_destroy(&fa);
+        if (capture) {
+            close(pfd[1]);
+            oc.fd = pfd[0];
+            fcntl(oc.fd, F_SETFL, O_NONBLOCK);
+        }
         if (se != 0) {
             fprintf(stderr, "coldstart: cannot start %s: %s\n", cmd[0], strerror(se));
             return 1;
@@ -136,7 +320,7 @@ int main(int argc, char **argv)
         int status = -1;
         long tries = 0;
         double t = 0;
-        while (now_ms() - t0 < 30000) {
+        while (now_ms() - t0 < timeout_ms) {
             tries++;
             status = probe(port, path);
             /* The probe may block in connect() until the server listens:
@@ -149,28 +333,71 @@ int main(int argc, char **argv)
              * keeps the resolution at about 0.1 ms. */
             if (status < 0 && pause_us)
                 usleep((useconds_t)pause_us);
+            outcap_pump(&oc, 0);
             int ws;
             if (waitpid(pid, &ws, WNOHANG) == pid) {
                 fprintf(stderr, "coldstart: the server exited before answering\n");
                 return 1;
             }
         }
-        usleep((useconds_t)settle_ms * 1000);
-        long rss = rollup(pid, "Rss"), pss = rollup(pid, "Pss");
-        long uss = rollup(pid, "Private_Clean") + rollup(pid, "Private_Dirty");
-        printf("{\"run\":%d,\"status\":%d,\"readyMs\":%.3f,\"polls\":%ld,\"rssKb\":%ld,\"pssKb\":%ld,\"ussKb\":%ld}\n",
-               run, status, t, tries, rss, pss, uss);
-        fflush(stdout);
+        if (status != 200) {
+            fprintf(stderr, "coldstart: no 200 from %s within %d ms (last status %d)\n", path, timeout_ms, status);
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            return 1;
+        }
+        double post_ms = -1, get_ms = -1;
+        int post_st = -1, get_st = -1;
+        if (first_req) {
+            post_ms = request(port, "POST", "/api/webhooks",
+                              "{\"source\":\"coldstart\",\"eventType\":\"probe\",\"payload\":\"{\\\"n\\\":1}\"}",
+                              &post_st);
+            get_ms = request(port, "GET", "/api/webhooks", NULL, &get_st);
+        }
+        double settle_until = now_ms() + settle_ms;
+        outcap_pump(&oc, settle_ms);
+        double left = settle_until - now_ms();
+        if (left > 0)
+            usleep((useconds_t)(left * 1000));
+        outcap_pump(&oc, 0);
+        long rss = proc_kb(pid, "smaps_rollup", "Rss"), pss = proc_kb(pid, "smaps_rollup", "Pss");
+        long uss = proc_kb(pid, "smaps_rollup", "Private_Clean") + proc_kb(pid, "smaps_rollup", "Private_Dirty");
+        long hwm = proc_kb(pid, "status", "VmHWM");
+        printf("{\"run\":%d,\"status\":%d,\"readyMs\":%.3f,\"polls\":%ld,\"rssKb\":%ld,\"pssKb\":%ld,\"ussKb\":%ld,"
+               "\"hwmKb\":%ld",
+               run, status, t, tries, rss, pss, uss, hwm);
+        if (capture) {
+            fputs(",\"startedLine\":", stdout);
+            if (oc.have)
+                json_str(stdout, oc.line);
+            else
+                fputs("null", stdout);
+            json_num(stdout, "appStartMs", oc.have ? started_ms(oc.line) : -1);
+        }
+        if (first_req) {
+            json_num(stdout, "firstPostMs", post_ms);
+            printf(",\"firstPostStatus\":%d", post_st);
+            json_num(stdout, "firstGetMs", get_ms);
+            printf(",\"firstGetStatus\":%d", get_st);
+        }
+        double tk = now_ms();
         kill(pid, SIGTERM);
-        for (int w = 0; w < 500; w++) {
-            if (waitpid(pid, NULL, WNOHANG) == pid)
+        int ws = 0;
+        for (int w = 0; w < 5000; w++) {
+            outcap_pump(&oc, 0);
+            if (waitpid(pid, &ws, WNOHANG) == pid)
                 goto reaped;
-            usleep(10000);
+            usleep(1000);
         }
         kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        waitpid(pid, &ws, 0);
     reaped:
-        while (probe(port, path) >= 0)
+        printf(",\"stopMs\":%.3f,\"exit\":%d}\n", now_ms() - tk,
+               WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+        fflush(stdout);
+        if (oc.fd >= 0)
+            close(oc.fd);
+        for (int w = 0; w < 5000 && probe(port, path) >= 0; w++)
             usleep(1000);
     }
     return 0;

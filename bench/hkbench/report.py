@@ -1,0 +1,377 @@
+# SPDX-License-Identifier: MIT
+"""What a run tells a reader: ratios between targets, the issue's goals met
+or missed (and by how much), a summary table for stdout, and SVG plots
+drawn with gnuplot."""
+
+import os
+import shutil
+import subprocess
+
+
+
+def _get(d, *path):
+    for p in path:
+        if not isinstance(d, dict) or p not in d:
+            return None
+        d = d[p]
+    return d
+
+
+def _div(a, b):
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+
+def _first(d):
+    return next(iter(d.values())) if isinstance(d, dict) and d else None
+
+
+def goals(doc):
+    """The issue's figures for this 2-core machine, each with the value
+    measured, the limit, and whether it was met."""
+    T = doc.get("targets", {})
+    out = []
+
+    def add(goal, value, limit, better="lower", unit=""):
+        if value is None:
+            out.append({"goal": goal, "value": None, "limit": limit, "met": None, "note": "not measured"})
+            return
+        met = value <= limit if better == "lower" else value >= limit
+        miss = None if met else (value - limit if better == "lower" else limit - value)
+        out.append({"goal": goal, "value": value, "limit": limit, "unit": unit, "met": met, "missBy": miss})
+
+    def pick(*names):
+        return next((T[n] for n in names if n in T), {})
+
+    # A run on a given binary (--hookd) stands in for the release variant.
+    sq = pick("hookd-release-sqlite", "hookd-given-sqlite")
+    pq = pick("hookd-release-postgres", "hookd-given-postgres")
+    st = pick("hookd-static-sqlite")
+    add("exec -> first 200, SQLite, median (ms)", _get(sq, "startup", "medianMs"), 3.0)
+    add("exec -> first 200, PostgreSQL, median (ms)", _get(pq, "startup", "medianMs"), 10.0)
+    add("exec -> first 200, static, median (ms)", _get(st, "startup", "medianMs"), 2.0)
+    add("idle RSS, SQLite (MB)", _get(sq, "memory", "rssMb"), 4.0)
+    add("idle RSS, PostgreSQL (MB)", _get(pq, "memory", "rssMb"), 9.0)
+    add("idle RSS, static (MB)", _get(st, "memory", "rssMb"), 3.0)
+    peak = [_get(t, "load", "paged", c, "serverHwmMb") for t in (sq, pq) for c in ("500",)]
+    peak = [p for p in peak if p is not None]
+    add("peak RSS after the 500-connection mix (MB)", max(peak) if peak else None, 24.0)
+    ng = _first(_get(T, "nginx", "live") or {})
+    hl = _first(_get(sq, "live") or {})
+    add("GET /q/health/live, share of nginx's req/s", _div(_get(hl, "rps"), _get(ng, "rps")), 0.90, "higher")
+    add("GET /q/health/live, server CPU per request (us)", _get(hl, "serverCpuUsPerRequest"), 8.0)
+    pg100 = _get(pq, "load", "paged", "100")
+    pg500 = _get(pq, "load", "paged", "500")
+    dbc = doc.get("ceilings", {}).get("database", {})
+    add("mix paged PostgreSQL c=100, share of pgbench's tps", _div(_get(pg100, "rps"), dbc.get("tps")), 0.60, "higher")
+    add("mix paged PostgreSQL c=100, p99 (ms)", _get(pg100, "p99Ms"), 20.0)
+    add("mix paged PostgreSQL c=500, p99 (ms)", _get(pg500, "p99Ms"), 100.0)
+    errs = None if pg500 is None else pg500.get("non2xx", 0) + pg500.get("socketErrorsTotal", 0)
+    add("mix paged PostgreSQL c=500, errors + non-2xx", errs, 0)
+    add("mix paged PostgreSQL c=100, server CPU per request (us)", _get(pg100, "serverCpuUsPerRequest"), 20.0)
+    return out
+
+
+def ratios(doc):
+    T = doc.get("targets", {})
+    r = {}
+    ng = _first(_get(T, "nginx", "live") or {})
+    for name, t in T.items():
+        if t.get("kind") == "nginx":
+            continue
+        lv = _first(t.get("live") or {})
+        if ng and lv:
+            r.setdefault("liveVsNginx", {})[name] = {
+                "rpsRatio": _div(lv.get("rps"), ng.get("rps")),
+                "cpuPerRequestRatio": _div(lv.get("serverCpuUsPerRequest"), ng.get("serverCpuUsPerRequest")),
+            }
+    dbc = doc.get("ceilings", {}).get("database", {})
+    for name, t in T.items():
+        if t.get("store") == "postgres" and dbc.get("tps"):
+            for c, p in (_get(t, "load", "paged") or {}).items():
+                r.setdefault("mixVsPgbench", {}).setdefault(name, {})[c] = _div(p.get("rps"), dbc["tps"])
+    for store in ("sqlite", "postgres"):
+        base = T.get(f"hookd-release-{store}")
+        if not base:
+            continue
+        for name, t in T.items():
+            if t.get("kind") != "hookd" or t.get("store") != store or t is base:
+                continue
+            r.setdefault("vsRelease", {})[name] = {
+                "coldStartMedian": _div(_get(t, "startup", "medianMs"), _get(base, "startup", "medianMs")),
+                "rss": _div(_get(t, "memory", "rssMb"), _get(base, "memory", "rssMb")),
+                "mixRps": _div(_get(t, "wrk", "rps"), _get(base, "wrk", "rps")),
+                "binarySize": _div(_get(t, "binary", "sizeBytes"), _get(base, "binary", "sizeBytes")),
+            }
+    r["goals"] = goals(doc)
+    return r
+
+
+def _f(v, fmt="{:.1f}"):
+    if v is None:
+        return "-"
+    return fmt.format(v)
+
+
+def summary(doc):
+    T = doc.get("targets", {})
+    conns = doc.get("benchmarkConfig", {}).get("connections", [])
+    cols = ["target", "cold ms", "warm ms", "app ms", "1st POST", "RSS MB", "USS MB", "peak MB", "bin MB",
+            "image MB", "live rps", "live us/req"]
+    for c in conns:
+        cols += [f"mix rps c{c}", f"p99 c{c}"]
+    cols += ["mix us/req"]
+    rows = []
+    for name, t in T.items():
+        st, mem = t.get("startup", {}), t.get("memory", {})
+        lv = _first(t.get("live") or {}) or {}
+        row = [name, _f(st.get("coldStartMs"), "{:.2f}"), _f(st.get("warmStartMedianMs"), "{:.2f}"),
+               _f(st.get("appColdStartMs"), "{:.2f}"), _f(st.get("firstPostMs"), "{:.2f}"),
+               _f(mem.get("rssMb")), _f(mem.get("ussMb")), _f(mem.get("peakRssMbAfterLoad")),
+               _f(_get(t, "binary", "sizeMb")), _f(t.get("imageSizeMb")), _f(lv.get("rps"), "{:.0f}"),
+               _f(lv.get("serverCpuUsPerRequest"))]
+        paged = _get(t, "load", "paged") or {}
+        for c in conns:
+            p = paged.get(str(c)) or {}
+            row += [_f(p.get("rps"), "{:.0f}"), _f(p.get("p99Ms"))]
+        p = paged.get(str(conns[0])) if conns else None
+        row += [_f((p or {}).get("serverCpuUsPerRequest"))]
+        rows.append(row)
+    widths = [max(len(str(x)) for x in col) for col in zip(cols, *rows)] if rows else [len(c) for c in cols]
+    lines = []
+    flag = " (NOISY: taken on a busy machine)" if doc.get("noisy") else ""
+    lines.append(f"hookd benchmark {doc.get('date')}{' QUICK' if doc.get('quick') else ''}{flag}")
+    m = doc.get("machine", {})
+    lines.append(f"{m.get('cpu')}, {m.get('cores')} CPUs, {m.get('memoryGb')} GB, {m.get('os')}, "
+                 f"kernel {m.get('kernel')}; server CPUs {doc['benchmarkConfig']['serverCpus']}, "
+                 f"load CPUs {doc['benchmarkConfig']['loadCpus']}, load1 before {doc['loadBefore']['load1']}")
+    lines.append("")
+    lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths))))
+    for row in rows:
+        lines.append("  ".join(str(x).rjust(w) if i else str(x).ljust(w) for i, (x, w) in enumerate(zip(row, widths))))
+    r = doc.get("ratios", {})
+    if r.get("liveVsNginx"):
+        lines.append("")
+        lines.append("GET live vs nginx's fixed 200 (req/s ratio, CPU/request ratio):")
+        for n, v in r["liveVsNginx"].items():
+            lines.append(f"  {n:32} {_f(v['rpsRatio'], '{:.2f}')}x  {_f(v['cpuPerRequestRatio'], '{:.2f}')}x")
+    cont = [(n, t["container"]) for n, t in T.items()
+            if t.get("kind") == "hookd" and t.get("store") == "sqlite" and isinstance(t.get("container"), dict)]
+    if cont:
+        lines.append("")
+        lines.append("podman run -> first 200:")
+        for n, c in cont:
+            if c.get("status") == "ok":
+                lines.append(f"  {n:32} first {c['coldStartMs']:.1f} ms, median {c['medianMs']:.1f} ms")
+            else:
+                lines.append(f"  {n:32} {c.get('status')}: {str(c.get('reason', ''))[:120]}")
+    dbc = doc.get("ceilings", {}).get("database", {})
+    lines.append("")
+    if dbc.get("status") == "ok":
+        lines.append(f"pgbench (hookd's statements, {dbc.get('clients')} clients): {dbc.get('tps'):.0f} tps, "
+                     f"{_f(dbc.get('latencyAvgMs'), '{:.2f}')} ms average")
+        for n, v in (r.get("mixVsPgbench") or {}).items():
+            lines.append(f"  {n:32} mix/pgbench " + ", ".join(f"c{c}: {_f(x, '{:.2f}')}" for c, x in v.items()))
+    else:
+        lines.append(f"pgbench: {dbc.get('status', 'not run')}: {dbc.get('reason', '')}")
+    if r.get("vsRelease"):
+        lines.append("")
+        lines.append("variants vs release (cold start median, RSS, mix req/s, binary size):")
+        for n, v in r["vsRelease"].items():
+            lines.append(f"  {n:32} " + "  ".join(f"{k} {_f(x, '{:.2f}')}x" for k, x in v.items()))
+    sw = doc.get("sweep", {})
+    if sw.get("status") == "ok":
+        lines.append("")
+        lines.append(f"sweep ({sw['variant']}, {sw['durationS']} s per point, server CPUs {sw['serverCpus']}):")
+        lines.append(f"  {'store':9}{'threads':>8}{'pool':>6}{'conns':>7}{'req/s':>10}{'p99 ms':>9}{'us/req':>8}")
+        for p in sw["points"]:
+            if "error" in p:
+                lines.append(f"  {p['store']:9}{p['threads']:>8}{str(p['pool'] or '-'):>6}{p['connections']:>7}  error: {p['error'][:60]}")
+                continue
+            lines.append(f"  {p['store']:9}{p['threads']:>8}{str(p['pool'] or '-'):>6}{p['connections']:>7}"
+                         f"{p['rps']:>10.0f}{_f(p['p99Ms']):>9}{_f(p['serverCpuUsPerRequest']):>8}"
+                         + ("  noisy" if p.get("noisy") else ""))
+        for k in sw.get("knees") or knees(sw["points"]):
+            lines.append(f"  where more stops helping: {k}")
+    g = r.get("goals") or []
+    if g:
+        lines.append("")
+        lines.append("issue 4 goals (met / MISSED by / not measured):")
+        for x in g:
+            state = "not measured" if x["met"] is None else ("met" if x["met"] else f"MISSED by {x['missBy']:.3g}")
+            lines.append(f"  {x['goal']:58} {_f(x['value'], '{:.3g}'):>8}  limit {x['limit']:<6} {state}")
+    if doc.get("skipped"):
+        lines.append("")
+        lines.append("skipped:")
+        for s in doc["skipped"]:
+            lines.append(f"  {s['target']}: {str(s['reason']).splitlines()[0][:160]}")
+    return "\n".join(lines)
+
+
+def knees(points):
+    """For each (store, pool, connections) line of the sweep, the smallest
+    thread count past which req/s rises by less than 5%; and likewise for
+    pool size at each (store, threads, connections)."""
+    ok = [p for p in points if "rps" in p]
+    out = []
+
+    def knee(series, label, axis):
+        series = sorted(series)
+        if len(series) < 2:
+            return
+        best = series[0]
+        for x, rps in series[1:]:
+            if rps < best[1] * 1.05:
+                out.append(f"{label}: {axis} {best[0]} ({best[1]:.0f} req/s); {x} gives {rps:.0f}")
+                return
+            best = (x, rps)
+        out.append(f"{label}: still rising at {axis} {best[0]} ({best[1]:.0f} req/s)")
+
+    keys = {(p["store"], p["pool"], p["connections"]) for p in ok}
+    for s, pool, c in sorted(keys, key=str):
+        knee([(p["threads"], p["rps"]) for p in ok if (p["store"], p["pool"], p["connections"]) == (s, pool, c)],
+             f"{s} pool={pool or '-'} c={c}", "threads")
+    keys = {(p["store"], p["threads"], p["connections"]) for p in ok if p["pool"]}
+    for s, th, c in sorted(keys, key=str):
+        knee([(p["pool"], p["rps"]) for p in ok if (p["store"], p["threads"], p["connections"]) == (s, th, c)
+              and p["pool"]], f"{s} threads={th} c={c}", "pool")
+    return out
+
+
+# ---- plots -------------------------------------------------------------
+
+HEAD = """set terminal svg size 960,540 dynamic noenhanced font 'sans,11' background '#ffffff'
+set output '{out}'
+set title '{title}'
+set grid ytics
+set key top left
+"""
+
+BARS = HEAD + """set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set xtics rotate by -20 noenhanced
+set key outside top center horizontal noenhanced
+set ylabel '{ylabel}'
+set yrange [0:*]
+plot {series}
+"""
+
+
+def _q(s):
+    return '"' + str(s).replace('"', "'") + '"'
+
+
+def _num(v):
+    return "NaN" if v is None else f"{v:.4f}"
+
+
+def _gnuplot(script, path):
+    with open(path + ".gp", "w") as f:
+        f.write(script)
+    r = subprocess.run(["gnuplot", path + ".gp"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError(f"gnuplot {path}.gp: {r.stdout.strip()[-300:]}")
+
+
+def _bars(d, name, title, ylabel, rows, cols):
+    """rows: [(label, [values...])], cols: series titles."""
+    if not rows:
+        return None
+    dat = os.path.join(d, name + ".dat")
+    with open(dat, "w") as f:
+        f.write("# target " + " ".join(_q(c) for c in cols) + "\n")
+        for label, vals in rows:
+            f.write(_q(label) + " " + " ".join(_num(v) for v in vals) + "\n")
+    series = ", ".join(f"'{dat}' using {i + 2}{':xtic(1)' if i == 0 else ''} title {_q(c)}"
+                       for i, c in enumerate(cols))
+    out = os.path.join(d, name + ".svg")
+    _gnuplot(BARS.format(out=out, title=title, ylabel=ylabel, series=series), os.path.join(d, name))
+    return out
+
+
+def plots(doc, d):
+    if not shutil.which("gnuplot"):
+        return []
+    os.makedirs(d, exist_ok=True)
+    T = doc.get("targets", {})
+    made = []
+    rows = [(n, [_get(t, "startup", "coldStartMs"), _get(t, "startup", "warmStartMedianMs"),
+                 _get(t, "startup", "appStartMedianMs")]) for n, t in T.items()]
+    made.append(_bars(d, "coldstart", "exec to first 200 (ms)", "ms", rows,
+                      ["first run (cold)", "warm median", "app-reported median"]))
+    rows = [(n, [_get(t, "memory", "rssMb"), _get(t, "memory", "pssMb"), _get(t, "memory", "ussMb"),
+                 _get(t, "memory", "peakRssMbAfterLoad")]) for n, t in T.items()]
+    made.append(_bars(d, "memory", "memory: 1 s after ready, and peak after load (MB)", "MB", rows,
+                      ["RSS", "PSS", "USS", "peak RSS (VmHWM) after load"]))
+    # Throughput vs connections, one line per target and profile.
+    dat = os.path.join(d, "throughput.dat")
+    series = []
+    idx = 0
+    with open(dat, "w") as f:
+        for n, t in T.items():
+            for profile, pts in (t.get("load") or {}).items():
+                f.write(f"# {n} {profile}\n")
+                for c, p in sorted(pts.items(), key=lambda kv: int(kv[0])):
+                    f.write(f"{c} {_num(p.get('rps'))} {_num(p.get('p99Ms'))}\n")
+                f.write("\n\n")
+                series.append(f"'{dat}' index {idx} using 1:2 with linespoints title {_q(n + ' ' + profile)}")
+                idx += 1
+            for c, p in (t.get("live") or {}).items():
+                f.write(f"# {n} live\n{c} {_num(p.get('rps'))} {_num(p.get('p99Ms'))}\n\n\n")
+                series.append(f"'{dat}' index {idx} using 1:2 with points pt 7 ps 1.5 title {_q(n + ' live')}")
+                idx += 1
+    if series:
+        out = os.path.join(d, "throughput.svg")
+        _gnuplot(HEAD.format(out=out, title="throughput vs connections (req/s)") +
+                 "set xlabel 'connections'\nset ylabel 'req/s'\nset logscale y\nset key outside right noenhanced\n"
+                 "set offsets graph 0.05, graph 0.05, 0, 0\n"
+                 "plot " + ", ".join(series) + "\n", os.path.join(d, "throughput"))
+        made.append(out)
+    # Warm-up: req/s per second through each target's first paged point.
+    dat = os.path.join(d, "warmup.dat")
+    series = []
+    with open(dat, "w") as f:
+        idx = 0
+        for n, t in T.items():
+            pts = _get(t, "load", "paged") or {}
+            if not pts:
+                continue
+            c, p = sorted(pts.items(), key=lambda kv: int(kv[0]))[0]
+            bs = (p.get("bucketMs") or 1000) / 1000
+            full = int(p.get("durationS", 0) / bs)
+            f.write(f"# {n} c={c}\n")
+            for i, v in enumerate((p.get("perBucket") or [])[:full]):
+                f.write(f"{i * bs:.2f} {v / bs:.1f}\n")
+            f.write("\n\n")
+            series.append(f"'{dat}' index {idx} using 1:2 with lines title {_q(n + ' c=' + c)}")
+            idx += 1
+    if series:
+        out = os.path.join(d, "warmup.svg")
+        _gnuplot(HEAD.format(out=out, title="warm-up: req/s through the first mix run (fresh server)") +
+                 "set xlabel 'seconds'\nset ylabel 'req/s'\nset yrange [0:*]\nset key noenhanced\n"
+                 "plot " + ", ".join(series) + "\n", os.path.join(d, "warmup"))
+        made.append(out)
+    sw = doc.get("sweep", {})
+    if sw.get("status") == "ok":
+        dat = os.path.join(d, "sweep.dat")
+        series = []
+        ok = [p for p in sw["points"] if "rps" in p]
+        lines_ = sorted({(p["store"], p["pool"], p["connections"]) for p in ok}, key=str)
+        with open(dat, "w") as f:
+            for i, (s, pool, c) in enumerate(lines_):
+                f.write(f"# {s} pool={pool} c={c}\n")
+                for p in sorted((p for p in ok if (p["store"], p["pool"], p["connections"]) == (s, pool, c)),
+                                key=lambda p: p["threads"]):
+                    f.write(f"{p['threads']} {_num(p['rps'])} {_num(p['p99Ms'])}\n")
+                f.write("\n\n")
+                series.append(f"'{dat}' index {i} using 1:2 with linespoints title "
+                              f"{_q(f'{s} pool={pool or chr(45)} c={c}')}")
+        if series:
+            out = os.path.join(d, "sweep.svg")
+            _gnuplot(HEAD.format(out=out, title="sweep: req/s vs HOOKD_THREADS (lines: store, HOOKD_DB_POOL, connections)")
+                     + "set xlabel 'HOOKD_THREADS'\nset ylabel 'req/s'\nset yrange [0:*]\nset xtics 1\n"
+                       "set key outside right noenhanced\nplot " + ", ".join(series) + "\n", os.path.join(d, "sweep"))
+            made.append(out)
+    return [m for m in made if m]

@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Smoke run of the benchmark harness (suite integ): one target (the hookd
+in $HOOKD_BIN, SQLite), a few seconds, into a temporary directory; passes
+when the JSON it writes is complete (every expected key, numbers are
+numbers). No figure is compared with a time. Skips (77) without wrk."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+# No __pycache__ in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(here))
+from hkbench import jsonout  # noqa: E402
+
+hookd = os.environ.get("HOOKD_BIN")
+coldstart = os.environ.get("COLDSTART_BIN")
+if not hookd or not coldstart:
+    print("smoke: HOOKD_BIN and COLDSTART_BIN must name the binaries", file=sys.stderr)
+    sys.exit(1)
+if not shutil.which("wrk"):
+    print("smoke: wrk is not installed (scripts/deps.sh test installs it): skipped")
+    sys.exit(77)
+
+with tempfile.TemporaryDirectory(prefix="hookd-bench-smoke-") as out:
+    cmd = [sys.executable, os.path.join(os.path.dirname(here), "compare.py"), "--smoke", "--allow-noisy",
+           "--no-drop-caches", "--hookd", hookd, "--coldstart", coldstart, "--out", out]
+    print("smoke: " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, timeout=150)
+    files = glob.glob(os.path.join(out, "*.json"))
+    ok = 0
+    if len(files) != 1:
+        print(f"smoke: expected one JSON file in {out}, found {files}; compare.py exited {r.returncode}")
+    else:
+        with open(files[0]) as f:
+            doc = json.load(f, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+        problems = jsonout.check_complete(doc)
+        (name,) = [n for n, t in doc["targets"].items() if t.get("kind") == "hookd"]
+        t = doc["targets"][name]
+        if t["store"] != "sqlite" or not t["startup"]["runs"]:
+            problems.append("the smoke target is not the SQLite hookd, or has no cold-start run")
+        if doc["completeness"] != problems:
+            problems.append("the harness's own completeness check disagrees with the test's")
+        if t["startup"]["firstPostStatus"] != 201 or t["startup"]["firstGetStatus"] != 200:
+            problems.append(f"first requests answered {t['startup']['firstPostStatus']} and "
+                            f"{t['startup']['firstGetStatus']}, expected 201 and 200")
+        for p in problems:
+            print("smoke: " + p)
+        ok = 1 if not problems and r.returncode == 0 else 0
+        if not ok and not problems:
+            print(f"smoke: compare.py exited {r.returncode}")
+print(f"Synthesis: Tested: 1 | Passing: {ok} | Failing: {1 - ok} | Crashing: 0")
+sys.exit(0 if ok else 1)

@@ -12,7 +12,7 @@ ARGS ?=
 SETUP = test -f build/meson-private/coredata.dat || meson setup build --buildtype=release
 
 .DEFAULT_GOAL := build
-.PHONY: run build test clean fuzz
+.PHONY: run build test clean fuzz compare image image-run manifests
 
 run:
 	@bash scripts/deps.sh run
@@ -40,6 +40,45 @@ fuzz:
 	mkdir -p build-fuzz/corpus-$(FUZZ_TARGET)
 	build-fuzz/fuzz/fuzz_$(FUZZ_TARGET) -dict=fuzz/$(FUZZ_TARGET).dict -timeout=10 \
 		build-fuzz/corpus-$(FUZZ_TARGET) fuzz/corpus/$(FUZZ_TARGET)
+
+# The benchmark (bench/README.md): builds hookd's variants in build-bench/,
+# measures them beside nginx and pgbench, writes metrics/<UTC time>.json and
+# SVG plots. QUICK=1: a few minutes, written to bench/out/. NOISY=1: run even
+# when the machine is busy (every figure is flagged). COMPARE_ARGS: more flags
+# for bench/compare.py (--help lists them).
+compare:
+	@bash scripts/deps.sh bench
+	/usr/bin/python3 bench/compare.py $(if $(QUICK),--quick) $(if $(NOISY),--allow-noisy) $(COMPARE_ARGS)
+
+# The OCI image, FROM scratch, without a container engine (scripts/image.sh):
+# build/hookd-image.{oci,docker}.tar, and build/hookd-image-slim.* without
+# libcrypto and libpq (no HOOKD_WEBHOOK_SECRET, no DATABASE_URL). Prints
+# sizes and digests.
+image:
+	@bash scripts/deps.sh image
+	@$(SETUP)
+	@bash scripts/image.sh build
+	@bash scripts/image.sh --no-build --slim build
+
+# Run the image with podman on IMAGE_PORT (default: PORT, else 8080), root
+# filesystem read-only, SQLite in the volume hookd-data. podman's settings
+# (runc, ulimits) come from deploy/podman/containers.conf.
+IMAGE_PORT ?= $(or $(PORT),8080)
+PODMAN = CONTAINERS_CONF=$(CURDIR)/deploy/podman/containers.conf podman
+image-run: image
+	@bash scripts/deps.sh image-run
+	@$(PODMAN) load -q -i build/hookd-image.docker.tar
+	$(PODMAN) run --rm --read-only -p $(IMAGE_PORT):8080 -v hookd-data:/data \
+		dev.local/hookd:$$(build/hookd --version | cut -d' ' -f2) $(ARGS)
+
+# Regenerate deploy/knative and deploy/kubernetes with `hookd manifest`
+# (a test fails while the committed files differ from its output).
+manifests:
+	@$(SETUP)
+	@ninja -C build hookd
+	v=$$(build/hookd --version | cut -d' ' -f2) && \
+	build/hookd manifest knative --image dev.local/hookd:$$v >deploy/knative/service.yaml && \
+	build/hookd manifest kubernetes --image dev.local/hookd:$$v >deploy/kubernetes/hookd.yaml
 
 clean:
 	rm -rf build/ build-*/

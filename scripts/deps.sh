@@ -5,24 +5,39 @@
 # As root it installs; as anyone else it says what is missing and returns 0,
 # so the caller can try anyway.
 #
-# Usage: scripts/deps.sh [run|test|bench]     (default: run)
+# Usage: scripts/deps.sh [run|test|bench|image|image-run]     (default: run)
 set -euo pipefail
 
+# libpq-dev: libpq's headers (hookd loads libpq itself only when DATABASE_URL is set).
 run_pkgs=(build-essential pkg-config meson ninja-build libuv1-dev node-llhttp
-          libsqlite3-dev libjansson-dev libssl-dev)
+          libsqlite3-dev libjansson-dev libssl-dev libpq-dev)
 # clang and its runtime are for the libFuzzer smoke run, PostgreSQL for the
-# pg store backend, curl for poking a running server by hand.
+# pg store backend, curl for poking a running server by hand, wrk for the
+# benchmark harness's smoke run (bench/tests/smoke.py).
 test_pkgs=(libcriterion-dev libcurl4-openssl-dev clang libclang-rt-14-dev
-           postgresql libpq-dev curl)
+           postgresql curl wrk)
 # gnuplot-nox rather than gnuplot: the metapackage picks gnuplot-qt and drags
 # in Qt and X11 for a machine that only writes PNGs.
-bench_pkgs=(wrk gnuplot-nox nginx-light hyperfine)
+# dpkg-dev: dpkg-source, which apt-get source needs to unpack libpq's
+# source for the static variant (bench/libpq.sh).
+bench_pkgs=(gnuplot-nox nginx-light hyperfine dpkg-dev)
+
+# The OCI image (make image): umoci assembles it, skopeo writes the archives,
+# and the CA bundle goes into it for libpq's TLS. The test door has them too,
+# as the image test builds images (installing takes about 20 s, once), with
+# python3-yaml for the manifest test and systemd for systemd-socket-activate.
+image_pkgs=(umoci skopeo ca-certificates)
+test_pkgs+=("${image_pkgs[@]}" python3-yaml systemd)
+# make image-run: podman, with runc (crun cannot start containers here).
+podman_pkgs=(podman runc)
 
 case "${1:-run}" in
 run)   want=("${run_pkgs[@]}") ;;
 test)  want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
 bench) want=("${run_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-*)     echo "usage: $0 [run|test|bench]" >&2; exit 2 ;;
+image) want=("${run_pkgs[@]}" "${image_pkgs[@]}") ;;
+image-run) want=("${run_pkgs[@]}" "${image_pkgs[@]}" "${podman_pkgs[@]}") ;;
+*)     echo "usage: $0 [run|test|bench|image|image-run]" >&2; exit 2 ;;
 esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites=(unit integ)
+suites=(unit integ integ-pg)
 rel_dir=build
 rel_opts=(-Dbuildtype=release -Dwerror=true -Dtests=enabled)
 asan_dir=build-asan
@@ -89,6 +89,14 @@ run_tests() {
     env "$@" meson test -C "$dir" --no-rebuild --print-errorlogs \
         "${suite_args[@]}" || test_rc=$?
 }
+# The integ-pg suite runs against a throwaway PostgreSQL cluster, torn down
+# however this script ends.
+pg_dir=$(bash scripts/pg.sh start) || { echo "test.sh: cannot start PostgreSQL (scripts/pg.sh)" >&2; exit 1; }
+trap 'bash scripts/pg.sh stop "$pg_dir"' EXIT
+trap 'exit 130' INT TERM HUP
+HOOKD_TEST_DATABASE_URL=$(bash scripts/pg.sh url "$pg_dir")
+export HOOKD_TEST_DATABASE_URL
+
 run_tests "$rel_dir"
 rel_rc=$test_rc
 run_tests "$asan_dir" "${asan_env[@]}"
@@ -96,6 +104,8 @@ asan_rc=$test_rc
 suite_args=(--suite fuzz)
 run_tests "$fuzz_dir" "${asan_env[@]}"
 fuzz_rc=$test_rc
+bash scripts/pg.sh stop "$pg_dir"
+trap - EXIT INT TERM HUP
 
 exec "$py" - "release:$rel_dir:$rel_rc" "asan:$asan_dir:$asan_rc" "fuzz:$fuzz_dir:$fuzz_rc" <<'PY'
 import json, os, re, sys

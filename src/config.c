@@ -38,6 +38,13 @@ static const struct opt opts[] = {
      "full: a 201 survives power loss; normal: survives a process crash"},
     {"DATABASE_URL", "database-url", T_STR, OFF(database_url), 0, 0, NULL,
      "PostgreSQL connection URI (selects the PostgreSQL store)"},
+    {"DATABASE_URL_FILE", "database-url-file", T_STR, OFF(database_url_file), 0, 0, NULL,
+     "file holding DATABASE_URL (e.g. a mounted secret)"},
+    {"HOOKD_DB_POOL", "db-pool", T_U32, OFF(db_pool), 1, 64, "2", "PostgreSQL connections per event loop"},
+    {"HOOKD_DB_QUEUE", "db-queue", T_U32, OFF(db_queue), 1, 1 << 20, "1024",
+     "requests waiting for PostgreSQL per event loop (503 beyond)"},
+    {"HOOKD_DB_TIMEOUT", "db-timeout", T_DURATION, OFF(db_timeout_ms), 1, 3600000, "5s",
+     "PostgreSQL query timeout, queueing included (503 beyond)"},
     {"HOOKD_MAX_HEADER_BYTES", "max-header-bytes", T_U32, OFF(max_header_bytes), 256, 1 << 20, "16384",
      "request line + headers limit (431 beyond)"},
     {"HOOKD_MAX_BODY_BYTES", "max-body-bytes", T_U32, OFF(max_body_bytes), 0, 1 << 30, "1048576",
@@ -50,9 +57,15 @@ static const struct opt opts[] = {
      "keep-alive idle time before the server closes"},
     {"HOOKD_DRAIN_TIMEOUT", "drain-timeout", T_DURATION, OFF(drain_timeout_ms), 0, 3600000, "10s",
      "on SIGTERM, how long in-flight requests may take"},
+    {"HOOKD_EXIT_IDLE_AFTER", "exit-idle-after", T_DURATION, OFF(exit_idle_after_ms), 0, 86400000, "0",
+     "exit 0 after this long without a connection (0: never; for socket activation)"},
     {"HOOKD_WEBHOOK_SECRET", "webhook-secret", T_STR, OFF(webhook_secret), 0, 0, NULL,
      "require X-Hub-Signature-256 (HMAC-SHA256 of the body) on POST"},
     {"HOOKD_LOG_LEVEL", "log-level", T_LOGLEVEL, OFF(log_level), 0, 0, "info", "debug, info, warn or error"},
+    {"HOOKD_ACCESS_LOG", "access-log", T_INT, OFF(access_log), 0, 1, "0",
+     "1: one JSON line per request on stderr"},
+    {"HOOKD_METRICS_TOP_SOURCES", "metrics-top-sources", T_INT, OFF(metrics_top_sources), 0, 1000, "20",
+     "sources labelled in hookd_webhooks_received_total (the rest: source=\"other\")"},
 };
 
 #define NOPTS (sizeof opts / sizeof opts[0])
@@ -236,6 +249,36 @@ static int read_secret_file(struct hk_config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* DATABASE_URL_FILE: the URL (password included) from a file, such as a
+ * Kubernetes secret. DATABASE_URL wins when both are set. */
+static int read_database_url_file(struct hk_config *c, char *err, size_t errlen)
+{
+    const char *path = c->database_url_file;
+    if (!path || !*path || (c->database_url && *c->database_url))
+        return 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "invalid DATABASE_URL_FILE=\"%s\": %s", path, strerror(errno));
+        return -1;
+    }
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    int full = !feof(f);
+    fclose(f);
+    if (full) {
+        snprintf(err, errlen, "invalid DATABASE_URL_FILE=\"%s\": longer than %zu bytes", path, sizeof buf - 1);
+        return -1;
+    }
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        n--;
+    buf[n] = 0;
+    free(c->database_url);
+    c->database_url = strdup(buf);
+    if (!c->database_url)
+        abort();
+    return 0;
+}
+
 int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
@@ -283,7 +326,7 @@ int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t
         if (set_opt(c, o, v, err, errlen) < 0)
             return HK_CONFIG_ERROR;
     }
-    if (read_secret_file(c, err, errlen) < 0)
+    if (read_secret_file(c, err, errlen) < 0 || read_database_url_file(c, err, errlen) < 0)
         return HK_CONFIG_ERROR;
     if (c->webhook_secret)
         c->webhook_secret_len = strlen(c->webhook_secret);

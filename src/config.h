@@ -15,15 +15,27 @@ struct hk_config {
     char *sqlite_path;
     bool sqlite_sync_full;
     char *database_url;        /* NULL: SQLite */
+    char *database_url_file;   /* file holding DATABASE_URL (read when that is unset) */
+    uint32_t db_pool;          /* PostgreSQL connections per event loop */
+    uint32_t db_queue;         /* requests waiting for PostgreSQL per loop (503 beyond) */
+    uint64_t db_timeout_ms;    /* per PostgreSQL query, queueing included */
     uint32_t max_header_bytes;
     uint32_t max_body_bytes;
     uint32_t max_connections;  /* whole process */
     uint64_t header_timeout_ms;
     uint64_t idle_timeout_ms;
     uint64_t drain_timeout_ms;
+    uint64_t exit_idle_after_ms;  /* 0: never exit for lack of connections */
     char *webhook_secret;      /* NULL: signatures not required */
     size_t webhook_secret_len;
     int log_level;             /* enum hk_log_level */
+    int access_log;            /* 1: JSON access log on stderr */
+    int metrics_top_sources;   /* source labels per worker in /q/metrics */
+    /* Listening sockets inherited through socket activation (not an option:
+     * main fills these from LISTEN_FDS); when n_listen_fds > 0, host and
+     * port are not bound. */
+    int listen_fds[16];
+    int n_listen_fds;
 };
 
 enum { HK_CONFIG_RUN = 0, HK_CONFIG_EXIT = 1, HK_CONFIG_ERROR = -1 };

@@ -10,11 +10,15 @@
 
 #include "api/api.h"
 #include "config.h"
+#include "core/buf.h"
 #include "core/clock.h"
 #include "core/hmac.h"
 #include "core/log.h"
+#include "core/sd.h"
 #include "hk_build.h"
 #include "http/server.h"
+#include "manifest.h"
+#include "store/pg.h"
 #include "store/store.h"
 
 /* The earliest moment hookd's own code can observe: constructors run right
@@ -28,12 +32,70 @@ __attribute__((constructor(101))) static void mark_start(void)
 static struct hk_server *server;
 static int stop_signal;
 
+/* HOOKD_EXIT_IDLE_AFTER: the main loop samples the server's connection
+ * counters; a spell with none open and none accepted that lasts the
+ * configured time ends the process like SIGTERM does. */
+static uv_timer_t idle_timer;
+static bool idle_timer_on, idle_exit;
+static uint64_t idle_after_ms, idle_since_ms;
+static unsigned long idle_accepted;
+static uv_signal_t *signals[2];
+
+static void begin_stop(void)
+{
+    hk_sd_notify("STOPPING=1");
+    for (int i = 0; i < 2; i++)
+        if (signals[i] && !uv_is_closing((uv_handle_t *)signals[i]))
+            uv_close((uv_handle_t *)signals[i], NULL);
+    /* Closing the handles restored the default action: a second SIGTERM
+     * (a supervisor repeating itself) must not cut the drain short and turn
+     * exit 0 into death by signal. SIGINT keeps its default, so a second
+     * Ctrl-C still ends an interactive run at once. */
+    signal(SIGTERM, SIG_IGN);
+    if (idle_timer_on && !uv_is_closing((uv_handle_t *)&idle_timer))
+        uv_close((uv_handle_t *)&idle_timer, NULL);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
+    (void)h;
     stop_signal = signum;
     hk_info("stopping", "\"signal\":\"%s\"", strsignal(signum));
-    uv_close((uv_handle_t *)h->data, NULL);
-    uv_close((uv_handle_t *)h, NULL);
+    begin_stop();
+}
+
+static void on_idle_check(uv_timer_t *t)
+{
+    unsigned open;
+    unsigned long accepted;
+    uint64_t now = uv_now(t->loop);
+    hk_server_activity(server, &open, &accepted);
+    if (open || accepted != idle_accepted) {
+        idle_accepted = accepted;
+        idle_since_ms = now;
+        return;
+    }
+    if (now - idle_since_ms < idle_after_ms)
+        return;
+    idle_exit = true;
+    hk_info("stopping", "\"reason\":\"idle\",\"idleMs\":%llu", (unsigned long long)(now - idle_since_ms));
+    begin_stop();
+}
+
+/* The PostgreSQL store; on failure, one log line (password redacted). */
+static struct hk_store *open_pg(const struct hk_config *cfg, char *err, size_t errlen)
+{
+    struct hk_pg_config pc = {cfg->database_url, cfg->db_pool, cfg->db_queue, cfg->db_timeout_ms};
+    struct hk_store *store = hk_pg_open(&pc, err, errlen);
+    if (store)
+        return store;
+    struct hk_buf b = HK_BUF_INIT;
+    hk_buf_puts(&b, "\"backend\":\"postgresql\",\"error\":");
+    hk_buf_put_json_str(&b, err, strlen(err));
+    hk_buf_putc(&b, 0);
+    hk_error("cannot open the store", "%s", b.p);
+    hk_buf_free(&b);
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -42,6 +104,8 @@ int main(int argc, char **argv)
     struct hk_store *store = NULL;
     char err[512];
     int rc = 1;
+    if (argc > 1 && strcmp(argv[1], "manifest") == 0)
+        return hk_manifest_main(argc - 1, argv + 1, stdout);
     int cr = hk_config_load(&cfg, argc, argv, err, sizeof err);
     if (cr == HK_CONFIG_EXIT) {
         rc = 0;
@@ -53,29 +117,37 @@ int main(int argc, char **argv)
         goto out;
     }
     hk_log_set_level((enum hk_log_level)cfg.log_level);
-    signal(SIGPIPE, SIG_IGN);
-    if (cfg.database_url) {
-        fprintf(stderr, "hookd: DATABASE_URL is set, but this build has no PostgreSQL store yet\n");
+    cfg.n_listen_fds = hk_sd_listen_fds(cfg.listen_fds, HK_SD_MAX_LISTEN_FDS, err, sizeof err);
+    if (cfg.n_listen_fds < 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        cfg.n_listen_fds = 0;
         rc = 2;
         goto out;
     }
+    signal(SIGPIPE, SIG_IGN);
     if (cfg.webhook_secret && hk_hmac_init(err, sizeof err) < 0) {
         fprintf(stderr, "hookd: %s\n", err);
         rc = 2;
         goto out;
     }
-    store = hk_sqlite_open(cfg.sqlite_path, cfg.sqlite_sync_full, err, sizeof err);
-    if (!store) {
-        hk_error("cannot open the store", "\"backend\":\"sqlite\",\"path\":\"%s\",\"error\":\"%s\"",
-                 cfg.sqlite_path, err);
-        goto out;
+    if (cfg.database_url) {
+        store = open_pg(&cfg, err, sizeof err);
+        if (!store)
+            goto out;
+    } else {
+        store = hk_sqlite_open(cfg.sqlite_path, cfg.sqlite_sync_full, err, sizeof err);
+        if (!store) {
+            hk_error("cannot open the store", "\"backend\":\"sqlite\",\"path\":\"%s\",\"error\":\"%s\"",
+                     cfg.sqlite_path, err);
+            goto out;
+        }
     }
     uv_loop_t *loop = uv_default_loop();
     uv_signal_t sigterm, sigint;
     uv_signal_init(loop, &sigterm);
     uv_signal_init(loop, &sigint);
-    sigterm.data = &sigint;
-    sigint.data = &sigterm;
+    signals[0] = &sigterm;
+    signals[1] = &sigint;
     uv_signal_start(&sigterm, on_signal, SIGTERM);
     uv_signal_start(&sigint, on_signal, SIGINT);
 
@@ -88,15 +160,38 @@ int main(int argc, char **argv)
         goto out;
     }
     double secs = (double)(hk_mono_ns() - t_start) / 1e9;
-    int v6 = strchr(cfg.host, ':') != NULL;
-    printf("hookd %s started in %.6fs. Listening on: http://%s%s%s:%d\n", HK_VERSION, secs, v6 ? "[" : "",
-           cfg.host, v6 ? "]" : "", port);
+    /* With inherited sockets, the address is the service manager's choice. */
+    char host[64];
+    snprintf(host, sizeof host, "%s", cfg.host);
+    if (cfg.n_listen_fds > 0 && hk_sd_sockname(cfg.listen_fds[0], host, sizeof host, &port) < 0)
+        snprintf(host, sizeof host, "%s", "unknown");
+    int v6 = strchr(host, ':') != NULL;
+    printf("hookd %s started in %.6fs. Listening on: http://%s%s%s:%d\n", HK_VERSION, secs, v6 ? "[" : "", host,
+           v6 ? "]" : "", port);
     fflush(stdout);
-    hk_info("started", "\"version\":\"%s\",\"port\":%d,\"eventLoops\":%d,\"store\":\"sqlite\",\"startedInMs\":%.3f",
-            HK_VERSION, port, cfg.threads, secs * 1000);
+    /* After the ready line: whoever waits for either sees the same moment. */
+    char status[160];
+    snprintf(status, sizeof status, "READY=1\nSTATUS=Listening on http://%s%s%s:%d%s", v6 ? "[" : "", host,
+             v6 ? "]" : "", port, cfg.n_listen_fds > 0 ? " (socket activation)" : "");
+    hk_sd_notify(status);
+    if (cfg.exit_idle_after_ms > 0) {
+        idle_after_ms = cfg.exit_idle_after_ms;
+        uv_update_time(loop);
+        idle_since_ms = uv_now(loop);
+        uint64_t every = idle_after_ms / 10;
+        every = every < 10 ? 10 : every > 1000 ? 1000 : every;
+        uv_timer_init(loop, &idle_timer);
+        uv_timer_start(&idle_timer, on_idle_check, every, every);
+        idle_timer_on = true;
+    }
+    hk_info("started", "\"version\":\"%s\",\"port\":%d,\"eventLoops\":%d,\"store\":\"%s\",\"startedInMs\":%.3f",
+            HK_VERSION, port, cfg.threads, store->vt->name, secs * 1000);
 
     uv_run(loop, UV_RUN_DEFAULT);
-    hk_server_stop(server);
+    if (idle_exit)
+        hk_server_stop_idle(server);
+    else
+        hk_server_stop(server);
     hk_server_free(server);
     rc = 0;
     hk_info("stopped", NULL);

@@ -12,10 +12,11 @@
 #include "http/resp.h"
 #include "http/server.h"
 #include "json/webhook_json.h"
+#include "obs/obs.h"
 
 #define LIST_DEFAULT 100
 #define LIST_MAX 1000
-#define STREAM_BATCH 500
+#define STREAM_BATCH 100
 #define IDEM_KEY_MAX 255
 
 static struct hk_store_loop *sl_of(struct hk_req *r)
@@ -25,9 +26,14 @@ static struct hk_store_loop *sl_of(struct hk_req *r)
 
 static void submit(struct hk_req *r)
 {
+    hk_obs_store_start(r);
     int rc = hk_store_submit(sl_of(r), &r->op);
-    if (rc < 0)
+    if (rc < 0) {
+        hk_obs_store_done(r, (int)r->op.kind, rc);
+        if (r->op.kind == HK_OP_INSERT)
+            hk_obs_rejected(r, HK_REJ_STORE_UNAVAILABLE);
         hk_resp_store_error(r, rc);
+    }
 }
 
 /* --- create --- */
@@ -84,11 +90,15 @@ static void create_row(struct hk_store_op *op, const struct hk_webhook *row)
 static void create_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
+    hk_obs_store_done(r, HK_OP_INSERT, op->status);
     if (op->status < 0) {
         r->s->rhdr.len = 0;
+        hk_obs_rejected(r, op->status == HK_ECONFLICT ? HK_REJ_IDEMPOTENCY_CONFLICT : HK_REJ_STORE_UNAVAILABLE);
         hk_resp_store_error(r, op->status);
         return;
     }
+    if (!op->replayed)
+        hk_obs_received(r, op->row.source, op->row.source_len);
     if (op->replayed)
         hk_resp_header(r, "Idempotent-Replayed", "true", 4);
     hk_resp_send(r, op->replayed ? 200 : 201, HK_CT_JSON);
@@ -107,7 +117,10 @@ static void violations(struct hk_req *r, const struct hk_webhook_in *in)
         hk_buf_put_json_str(b, in->v[i].message, strlen(in->v[i].message));
         hk_buf_putc(b, '}');
     }
-    hk_buf_puts(b, "]}");
+    hk_buf_putc(b, ']');
+    hk_resp_put_instance(r, b);
+    hk_buf_putc(b, '}');
+    hk_obs_rejected(r, HK_REJ_VALIDATION);
     hk_resp_send(r, 400, HK_CT_PROBLEM);
 }
 
@@ -125,21 +138,25 @@ void hk_api_webhook_create(struct hk_req *r)
 {
     const struct hk_config *cfg = r->s->w->cfg;
     if (!json_content_type(r->content_type, r->content_type_len)) {
+        hk_obs_rejected(r, HK_REJ_UNSUPPORTED_MEDIA_TYPE);
         hk_resp_problem(r, 415, NULL, "Content-Type must be application/json");
         return;
     }
     if (cfg->webhook_secret && !signature_ok(r)) {
+        hk_obs_rejected(r, HK_REJ_UNAUTHORIZED);
         hk_resp_header(r, "WWW-Authenticate", "HMAC-SHA256 header=\"X-Hub-Signature-256\"", 40);
         hk_resp_problem(r, 401, NULL, "missing or invalid X-Hub-Signature-256 (sha256=<hex HMAC of the body>)");
         return;
     }
     if (r->idem_key && !idem_key_ok(r->idem_key, r->idem_key_len)) {
+        hk_obs_rejected(r, HK_REJ_INVALID_IDEMPOTENCY_KEY);
         hk_resp_problem(r, 400, NULL, "Idempotency-Key must be 1 to %d printable ASCII characters", IDEM_KEY_MAX);
         return;
     }
     r->win_used = true;
     enum hk_decode_result dr = hk_webhook_decode(r->body->p ? r->body->p : "", r->body->len, &r->win);
     if (dr == HK_DECODE_SYNTAX) {
+        hk_obs_rejected(r, HK_REJ_INVALID_JSON);
         hk_resp_problem(r, 400, NULL, "invalid JSON at line %d, column %d (position %zu): %s", r->win.err_line,
                         r->win.err_column, r->win.err_position, r->win.err_text);
         return;
@@ -186,6 +203,7 @@ static void get_row(struct hk_store_op *op, const struct hk_webhook *row)
 static void get_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
+    hk_obs_store_done(r, HK_OP_GET, op->status);
     if (op->status < 0)
         hk_resp_store_error(r, op->status);
     else
@@ -195,6 +213,7 @@ static void get_done(struct hk_store_op *op)
 static void delete_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
+    hk_obs_store_done(r, HK_OP_DELETE, op->status);
     if (op->status < 0)
         hk_resp_store_error(r, op->status);
     else
@@ -240,6 +259,7 @@ static void list_row(struct hk_store_op *op, const struct hk_webhook *row)
 
 static void stream_next(struct hk_req *r)
 {
+    hk_obs_store_start(r);
     hk_store_list_next(sl_of(r), &r->op);
 }
 
@@ -252,6 +272,7 @@ static void stream_abort(struct hk_req *r)
 static void list_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
+    hk_obs_store_done(r, HK_OP_LIST, op->status);
     if (op->status < 0) {
         if (op->more)
             hk_store_list_close(sl_of(r), op);

@@ -34,10 +34,14 @@ int hk_log_parse_level(const char *s, enum hk_log_level *out)
     return -1;
 }
 
-void hk_log(enum hk_log_level lvl, const char *msg, const char *fields_fmt, ...)
+int hk_log_enabled(enum hk_log_level lvl)
 {
-    if (lvl < min_level)
-        return;
+    return lvl >= min_level;
+}
+
+__attribute__((format(printf, 4, 0))) static void vlog(enum hk_log_level lvl, const char *request_id,
+                                                        const char *msg, const char *fields_fmt, va_list ap)
+{
     struct hk_buf b = HK_BUF_INIT;
     hk_buf_puts(&b, "{\"ts\":\"");
     hk_buf_put_iso_us(&b, hk_wall_us());
@@ -45,12 +49,13 @@ void hk_log(enum hk_log_level lvl, const char *msg, const char *fields_fmt, ...)
     hk_buf_puts(&b, names[lvl]);
     hk_buf_puts(&b, "\",\"msg\":");
     hk_buf_put_json_str(&b, msg, strlen(msg));
+    if (request_id) {
+        hk_buf_puts(&b, ",\"requestId\":");
+        hk_buf_put_json_str(&b, request_id, strlen(request_id));
+    }
     if (fields_fmt && *fields_fmt) {
         char fields[768];
-        va_list ap;
-        va_start(ap, fields_fmt);
         int n = vsnprintf(fields, sizeof fields, fields_fmt, ap);
-        va_end(ap);
         if (n > 0) {
             hk_buf_putc(&b, ',');
             hk_buf_put(&b, fields, (size_t)n < sizeof fields ? (size_t)n : sizeof fields - 1);
@@ -65,4 +70,24 @@ void hk_log(enum hk_log_level lvl, const char *msg, const char *fields_fmt, ...)
         off += w;
     }
     hk_buf_free(&b);
+}
+
+void hk_log(enum hk_log_level lvl, const char *msg, const char *fields_fmt, ...)
+{
+    if (lvl < min_level)
+        return;
+    va_list ap;
+    va_start(ap, fields_fmt);
+    vlog(lvl, NULL, msg, fields_fmt, ap);
+    va_end(ap);
+}
+
+void hk_log_req(enum hk_log_level lvl, const char *request_id, const char *msg, const char *fields_fmt, ...)
+{
+    if (lvl < min_level)
+        return;
+    va_list ap;
+    va_start(ap, fields_fmt);
+    vlog(lvl, request_id, msg, fields_fmt, ap);
+    va_end(ap);
 }

@@ -13,6 +13,13 @@ int hk_log_parse_level(const char *s, enum hk_log_level *out); /* 0 or -1 */
 void hk_log(enum hk_log_level lvl, const char *msg, const char *fields_fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* hk_log for a line written on behalf of one request: adds
+ * "requestId":<request_id> (JSON-escaped) after the message. */
+void hk_log_req(enum hk_log_level lvl, const char *request_id, const char *msg, const char *fields_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Would a line at `lvl` be written? */
+int hk_log_enabled(enum hk_log_level lvl);
+
 #define hk_info(...) hk_log(HK_LOG_INFO, __VA_ARGS__)
 #define hk_warn(...) hk_log(HK_LOG_WARN, __VA_ARGS__)
 #define hk_error(...) hk_log(HK_LOG_ERROR, __VA_ARGS__)

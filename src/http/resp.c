@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/log.h"
 #include "http/server.h"
 
 const char *hk_status_reason(int status)
@@ -67,7 +68,11 @@ static void put_head(struct hk_req *r, int status, const char *content_type)
         hk_buf_put(o, "Connection: close\r\n", 19);
     else if (s->parser.http_minor == 0)
         hk_buf_put(o, "Connection: keep-alive\r\n", 24);
+    hk_buf_put(o, "X-Request-Id: ", 14);
+    hk_buf_put(o, r->req_id, r->req_id_len);
+    hk_buf_put(o, "\r\n", 2);
     hk_buf_put(o, s->rhdr.p, s->rhdr.len);
+    r->status = status;
 }
 
 void hk_resp_send(struct hk_req *r, int status, const char *content_type)
@@ -83,8 +88,10 @@ void hk_resp_send(struct hk_req *r, int status, const char *content_type)
         hk_buf_put(o, "\r\n", 2);
     }
     hk_buf_put(o, "\r\n", 2);
-    if (!r->head)
+    if (!r->head) {
         hk_buf_put(o, s->rbody.p, s->rbody.len);
+        r->resp_bytes += s->rbody.len;
+    }
     hk_session_finish(s);
 }
 
@@ -108,8 +115,28 @@ void hk_resp_problem(struct hk_req *r, int status, const char *title, const char
     hk_buf_put_u64(b, (uint64_t)status);
     hk_buf_puts(b, ",\"detail\":");
     hk_buf_put_json_str(b, detail, (size_t)n);
+    hk_resp_put_instance(r, b);
     hk_buf_putc(b, '}');
+    /* A 500 is a bug or a broken store: worth a line. Other 5xx (overload,
+     * unavailable store) come in floods and are counted in /q/metrics. */
+    enum hk_log_level lvl = status == 500 ? HK_LOG_WARN : HK_LOG_DEBUG;
+    if (status >= 500 && hk_log_enabled(lvl)) {
+        struct hk_buf d = HK_BUF_INIT;
+        hk_buf_put_json_str(&d, detail, (size_t)n);
+        hk_log_req(lvl, r->req_id, "request failed", "\"status\":%d,\"detail\":%.*s", status, (int)d.len, d.p);
+        hk_buf_free(&d);
+    }
     hk_resp_send(r, status, HK_CT_PROBLEM);
+}
+
+void hk_resp_put_instance(struct hk_req *r, struct hk_buf *b)
+{
+    hk_buf_puts(b, ",\"instance\":\"urn:request:");
+    /* put_json_str quotes: splice its output without the quotes. */
+    size_t at = b->len;
+    hk_buf_put_json_str(b, r->req_id, r->req_id_len);
+    memmove(b->p + at, b->p + at + 1, b->len - at - 1);
+    b->len--;
 }
 
 void hk_resp_store_error(struct hk_req *r, int err)
@@ -163,6 +190,7 @@ void hk_resp_chunk(struct hk_req *r)
         if (chunked)
             hk_buf_printf(&s->out, "%zx\r\n", s->rbody.len);
         hk_buf_put(&s->out, s->rbody.p, s->rbody.len);
+        r->resp_bytes += s->rbody.len;
         if (chunked)
             hk_buf_put(&s->out, "\r\n", 2);
     }

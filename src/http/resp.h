@@ -27,6 +27,9 @@ void hk_resp_send(struct hk_req *r, int status, const char *content_type);
  * `title` NULL means the status's reason phrase. */
 void hk_resp_problem(struct hk_req *r, int status, const char *title, const char *detail_fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Append ,"instance":"urn:request:<request id>" to a problem+json body
+ * under construction (for handlers that build their own problem). */
+void hk_resp_put_instance(struct hk_req *r, struct hk_buf *b);
 /* Map a store error (HK_E*) to its status and problem; ends the request. */
 void hk_resp_store_error(struct hk_req *r, int err);
 

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "obs/metrics.h"
+#include "obs/openapi.h"
 
 #define M(x) (1u << HTTP_##x)
 
@@ -29,6 +31,9 @@ static const struct route routes[] = {
     {"/q/health/live", M(GET), hk_api_health_live},
     {"/q/health/ready", M(GET), hk_api_health_ready},
     {"/q/health/started", M(GET), hk_api_health_started},
+    {"/q/metrics", M(GET), hk_api_metrics},
+    {"/metrics", M(GET), hk_api_metrics},
+    {"/q/openapi", M(GET), hk_api_openapi},
 };
 
 #define NROUTES ((int)(sizeof routes / sizeof routes[0]))
@@ -36,11 +41,18 @@ static const struct route routes[] = {
 const char *const hk_route_templates[] = {
     "/api/webhooks", "/api/webhooks", "/api/webhooks/{id}", "/api/webhooks/{id}",
     "/api/system/info", "/api/system/benchmark", "/q/health", "/q/health/live",
-    "/q/health/ready", "/q/health/started",
+    "/q/health/ready", "/q/health/started", "/q/metrics", "/metrics", "/q/openapi",
 };
 const int hk_route_count = NROUTES;
 _Static_assert(sizeof hk_route_templates / sizeof hk_route_templates[0] == NROUTES,
                "route name table out of step");
+
+const char *hk_route_method(int i)
+{
+    if (i < 0 || i >= NROUTES)
+        return NULL;
+    return llhttp_method_name((llhttp_method_t)__builtin_ctz(routes[i].method));
+}
 
 /* Does `path` fit `tmpl`? On a {id} template, store the segment. */
 static int fits(const char *tmpl, const char *path, size_t len, const char **param, size_t *plen)

@@ -10,11 +10,15 @@
 struct hk_req;
 typedef void (*hk_handler)(struct hk_req *r);
 
-enum { HK_ROUTE_NONE = -1 };
+/* NONE: no route matches the path (404); UNROUTED: the request was
+ * answered before routing (parse error, limit, timeout, overload). */
+enum { HK_ROUTE_NONE = -1, HK_ROUTE_UNROUTED = -2 };
 
 /* Route table entries, in order; exposed for the OpenAPI check and metrics. */
 extern const char *const hk_route_templates[];
 extern const int hk_route_count;
+/* The method of route `i` ("GET", "POST", ...). */
+const char *hk_route_method(int i);
 
 struct hk_match {
     int route;                 /* index, or HK_ROUTE_NONE */

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,10 +20,12 @@
 #include "core/log.h"
 #include "http/resp.h"
 #include "http/session.h"
+#include "obs/obs.h"
 
 #define RBUF_SIZE (64 * 1024)
 #define BACKLOG_MAX (2 * 1024 * 1024)
 #define LINGER_MS 2000
+#define OUT_KEEP (16 * 1024)       /* output capacity kept between responses */
 
 struct hk_conn {
     uv_tcp_t tcp;
@@ -38,6 +41,7 @@ struct hk_conn {
     bool close_pending;        /* the session is done: close after the last write */
     bool lingering;            /* FIN sent, discarding input until EOF or timeout */
     bool tcp_closed;           /* uv_close called */
+    bool got_input;            /* received at least one byte */
 };
 
 struct hk_server {
@@ -45,6 +49,8 @@ struct hk_server {
     struct hk_worker *workers;
     int nworkers;
     atomic_uint nconns;
+    atomic_ulong accepted;     /* ever, for the idle-exit check */
+    atomic_bool idle_stop;     /* stopping because nothing connected for a while */
     uv_sem_t ready;
     int failed;
 };
@@ -91,6 +97,7 @@ static void on_tcp_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     w->nconns--;
+    hk_obs_count(w->obs, HK_C_CONN_CLOSED, 1);
     if (w->srv)
         atomic_fetch_sub(&w->srv->nconns, 1);
     hk_session_free(&c->s);
@@ -132,7 +139,10 @@ static void on_write(uv_write_t *req, int status)
 {
     struct hk_conn *c = req->data;
     c->writing = false;
+    if (status == 0)
+        hk_obs_count(c->w->obs, HK_C_BYTES_OUT, c->wbuf.len);
     c->wbuf.len = 0;
+    hk_buf_reset(&c->wbuf, OUT_KEEP);
     if (status < 0) {
         if (c->close_pending) {
             tcp_close(c);
@@ -165,8 +175,10 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     struct hk_conn *c = st->data;
     if (nread > 0) {
+        c->got_input = true;
         if (c->lingering || c->close_pending)
             return;
+        hk_obs_count(c->w->obs, HK_C_BYTES_IN, (uint64_t)nread);
         hk_session_feed(&c->s, buf->base, (size_t)nread);
         if (!c->tcp_closed && c->reading && hk_session_backlog(&c->s) > BACKLOG_MAX) {
             uv_read_stop(st);
@@ -203,8 +215,10 @@ static void conn_flush(struct hk_session *s)
     if (!s->want_drain && s->out.len) {
         uv_buf_t b = uv_buf_init(s->out.p, (unsigned)s->out.len);
         int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n > 0)
+            hk_obs_count(c->w->obs, HK_C_BYTES_OUT, (uint64_t)n);
         if (n == (int)s->out.len) {
-            s->out.len = 0;
+            hk_buf_reset(&s->out, OUT_KEEP);
             return;
         }
         if (n < 0 && n != UV_EAGAIN) {
@@ -275,9 +289,13 @@ static void on_connection(uv_stream_t *ls, int status)
         w->conns->prev = c;
     w->conns = c;
     w->nconns++;
+    if (w->srv)
+        atomic_fetch_add(&w->srv->accepted, 1);
     unsigned total = w->srv ? atomic_fetch_add(&w->srv->nconns, 1) + 1 : w->nconns;
+    hk_obs_count(w->obs, HK_C_CONN_ACCEPTED, 1);
     hk_session_init(&c->s, w, &tcp_io, c);
     if (total > w->cfg->max_connections) {
+        hk_obs_count(w->obs, HK_C_CONN_REJECTED, 1);
         hk_session_overload(&c->s);
         return;
     }
@@ -327,9 +345,16 @@ static void on_listener_closed(uv_handle_t *h)
         maybe_finish(w);
         return;
     }
+    /* An idle exit is decided on another thread: a connection accepted
+     * between that decision and this close came after the quiet spell and
+     * gets its request answered (with Connection: close) rather than lost. */
+    bool idle = w->srv && atomic_load(&w->srv->idle_stop);
     for (struct hk_conn *c = w->conns, *next; c; c = next) {
         next = c->next;
-        hk_session_shutdown(&c->s);
+        if (idle && !c->got_input)
+            c->s.draining_server = true;
+        else
+            hk_session_shutdown(&c->s);
     }
     uv_timer_start(&w->drain, force_close_all, w->cfg->drain_timeout_ms, 0);
 }
@@ -362,7 +387,9 @@ int hk_worker_init(struct hk_worker *w, const struct hk_config *cfg, struct hk_s
         free(w->rbuf);
         w->rbuf = NULL;
         uv_loop_close(&w->loop);
+        return rc;
     }
+    hk_obs_init(w);
     return rc;
 }
 
@@ -371,7 +398,9 @@ void hk_worker_fini(struct hk_worker *w)
     if (w->sl)
         w->store->vt->loop_detach(w->sl);
     w->sl = NULL;
+    hk_obs_close(w);
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    hk_obs_free(w);
     if (uv_loop_close(&w->loop) != 0)
         hk_warn("event loop closed with handles still open", NULL);
     free(w->rbuf);
@@ -456,6 +485,29 @@ out:
     return fd;
 }
 
+/* Socket activation hands over one socket per address, already bound and
+ * listening; SO_REUSEPORT cannot split it. Every loop assigned to it
+ * accepts from the same queue through its own dup(), so each loop owns
+ * (and closes) its descriptor, while the socket itself lives on in the
+ * service manager when hookd exits, queueing connections until the next
+ * start. */
+static int inherited_listener(int fd, int *bound, char *err, size_t errlen)
+{
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (d < 0) {
+        snprintf(err, errlen, "cannot dup inherited socket %d: %s", fd, strerror(errno));
+        return -1;
+    }
+    if (bound) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockname(d, (struct sockaddr *)&ss, &sl) == 0)
+            *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                    : ((struct sockaddr_in *)&ss)->sin_port);
+    }
+    return d;
+}
+
 int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct hk_store *store,
                     uint64_t start_ns, int *bound_port, char *err, size_t errlen)
 {
@@ -464,6 +516,9 @@ int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct 
         abort();
     srv->cfg = cfg;
     srv->nworkers = cfg->threads;
+    /* Every inherited socket needs at least one loop accepting on it. */
+    if (cfg->n_listen_fds > srv->nworkers)
+        srv->nworkers = cfg->n_listen_fds;
     srv->workers = calloc((size_t)srv->nworkers, sizeof *srv->workers);
     if (!srv->workers)
         abort();
@@ -477,7 +532,11 @@ int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct 
         w->cfg = cfg;
         w->store = store;
         w->start_ns = start_ns;
-        w->listen_fd = open_listener(cfg->host, port, &port, err, errlen);
+        if (cfg->n_listen_fds > 0)
+            w->listen_fd = inherited_listener(cfg->listen_fds[i % cfg->n_listen_fds], i == 0 ? &port : NULL,
+                                              err, errlen);
+        else
+            w->listen_fd = open_listener(cfg->host, port, &port, err, errlen);
         if (w->listen_fd < 0)
             goto fail;
     }
@@ -518,6 +577,18 @@ void hk_server_stop(struct hk_server *srv)
         uv_async_send(&srv->workers[i].wake);
     for (int i = 0; i < srv->nworkers; i++)
         uv_thread_join(&srv->workers[i].thread);
+}
+
+void hk_server_activity(struct hk_server *srv, unsigned *open, unsigned long *accepted)
+{
+    *open = atomic_load(&srv->nconns);
+    *accepted = atomic_load(&srv->accepted);
+}
+
+void hk_server_stop_idle(struct hk_server *srv)
+{
+    atomic_store(&srv->idle_stop, true);
+    hk_server_stop(srv);
 }
 
 void hk_server_free(struct hk_server *srv)

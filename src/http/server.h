@@ -23,6 +23,7 @@ struct hk_worker {
     const struct hk_config *cfg;
     struct hk_store *store;
     struct hk_store_loop *sl;
+    struct hk_obs *obs;        /* metrics, request ids, access log (obs/obs.h) */
     uint64_t start_ns;         /* process start (hk_mono_ns) */
     time_t date_sec;
     char date[30];             /* IMF-fixdate, 29 chars + NUL */
@@ -59,6 +60,13 @@ int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct 
 /* Stop accepting, let in-flight requests finish (bounded by drain timeout),
  * join the workers. */
 void hk_server_stop(struct hk_server *srv);
+/* hk_server_stop after a quiet spell (HOOKD_EXIT_IDLE_AFTER): the same,
+ * except that a connection accepted in the meantime that has not sent
+ * anything yet is still answered once instead of being closed. */
+void hk_server_stop_idle(struct hk_server *srv);
+/* Connections open now, and accepted since the start: the caller compares
+ * two readings to tell whether anything connected in between. Thread-safe. */
+void hk_server_activity(struct hk_server *srv, unsigned *open, unsigned long *accepted);
 void hk_server_free(struct hk_server *srv);
 
 #endif

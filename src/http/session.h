@@ -51,6 +51,8 @@ struct hk_req {
     size_t idem_key_len;
     const char *signature;     /* X-Hub-Signature-256, NUL-terminated, or NULL */
     size_t signature_len;
+    const char *accept;        /* Accept, NUL-terminated, or NULL */
+    size_t accept_len;
     const struct hk_buf *body;
     const char *param;         /* the {id} path segment, raw */
     size_t param_len;
@@ -67,6 +69,11 @@ struct hk_req {
     bool streaming;
     bool first_row;
     int route;                 /* index in the route table, for metrics/logs */
+    int status;                /* of the response, once its head is written */
+    uint64_t resp_bytes;       /* body bytes sent (access log) */
+    uint64_t op_start_ns;      /* when the current store op was submitted */
+    uint8_t req_id_len;
+    char req_id[129];          /* X-Request-Id: the client's (validated) or generated */
     char scratch[2048];        /* decoded query values */
     uv_work_t work;            /* off-loop work (CPU benchmark) */
     uint64_t bench[5];         /* iterations, wall total, min, max, sum (ns) */
@@ -74,7 +81,8 @@ struct hk_req {
 
 /* Which interesting header a value belongs to (parse bookkeeping). */
 enum hk_hdr {
-    HK_H_OTHER, HK_H_CONTENT_TYPE, HK_H_EXPECT, HK_H_IDEM_KEY, HK_H_SIGNATURE, HK_H_HOST, HK_H__COUNT
+    HK_H_OTHER, HK_H_CONTENT_TYPE, HK_H_EXPECT, HK_H_IDEM_KEY, HK_H_SIGNATURE, HK_H_HOST, HK_H_REQUEST_ID,
+    HK_H_ACCEPT, HK_H__COUNT
 };
 
 struct hk_session {

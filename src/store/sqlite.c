@@ -665,6 +665,18 @@ static void sq_close(struct hk_store *s)
     store_free(st);
 }
 
+/* One write connection plus one read connection per attached loop; the
+ * queue is the writer's. */
+static void sq_stats(struct hk_store *s, struct hk_store_stats *out)
+{
+    struct sq_store *st = (struct sq_store *)s;
+    uv_mutex_lock(&st->mu);
+    out->conns_open = 1 + (int64_t)st->nloops;
+    out->queue_depth = (int64_t)st->queued;
+    out->queue_capacity = (int64_t)st->queue_max;
+    uv_mutex_unlock(&st->mu);
+}
+
 static const struct hk_store_vt sqlite_vt = {
     .name = "sqlite",
     .loop_attach = sq_loop_attach,
@@ -674,6 +686,7 @@ static const struct hk_store_vt sqlite_vt = {
     .list_close = sq_list_close,
     .health = sq_health,
     .close = sq_close,
+    .stats = sq_stats,
 };
 
 /* Optional integer tunable from the environment, in [1, max]. */

@@ -79,6 +79,14 @@ struct hk_store_op {
 
 struct hk_store;
 
+/* Gauges a backend may report; -1 where it cannot tell. */
+struct hk_store_stats {
+    int64_t conns_open;         /* database connections held open */
+    int64_t conns_busy;         /* of which running a query now */
+    int64_t queue_depth;        /* requests waiting for a connection (SQLite: queued writes) */
+    int64_t queue_capacity;     /* waiting requests allowed before HK_EBUSY */
+};
+
 /* Per-loop handle. Backends embed it as the first member of their own. */
 struct hk_store_loop {
     struct hk_store *store;
@@ -99,6 +107,11 @@ struct hk_store_vt {
     int (*health)(struct hk_store_loop *sl);
     /* After every loop detached: flush pending writes and release everything. */
     void (*close)(struct hk_store *s);
+    /* Optional (NULL: the backend reports none): pool and queue gauges for
+     * /q/metrics. Fills what it knows and leaves the rest as the caller set
+     * it (-1). Called on any loop's thread at scrape time: must be
+     * thread-safe and cheap (no I/O). */
+    void (*stats)(struct hk_store *s, struct hk_store_stats *out);
 };
 
 struct hk_store {

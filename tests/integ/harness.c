@@ -5,6 +5,7 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <libpq-fe.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -300,6 +301,68 @@ pid_t hk_spawn(const char *dir, const char *const *extra_env, const char *const 
     return pid;
 }
 
+pid_t hk_spawn_cmd(const char *dir, const char *const *extra_env, const char *const *argv, int listen_fd,
+                   int *out_fd, const char *stderr_path)
+{
+    global_init();
+    int pfd[2];
+    CHECK(pipe2(pfd, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
+    char db[512];
+    char **env = build_env(dir, extra_env, db, sizeof db);
+    size_t n = 0;
+    while (env[n])
+        n++;
+    /* Room for LISTEN_PID and LISTEN_FDS, filled in by the child. */
+    char **env2 = calloc(n + 3, sizeof *env2);
+    CHECK(env2 != NULL, "out of memory");
+    memcpy(env2, env, n * sizeof *env2);
+    static char listen_pid[32], listen_fds[] = "LISTEN_FDS=1";
+    if (listen_fd >= 0) {
+        env2[n++] = listen_pid;
+        env2[n++] = listen_fds;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int err = open(stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (err < 0 || nul < 0)
+            _exit(126);
+        dup2(nul, 0);
+        dup2(pfd[1], 1);
+        dup2(err, 2);
+        if (listen_fd >= 0) {
+            /* The socket goes to fd 3, the protocol's first, replacing
+             * whatever the descriptors above left there. */
+            int l = fcntl(listen_fd, F_DUPFD, 10);
+            if (l < 0 || dup2(l, 3) < 0)
+                _exit(125);
+            char digits[16];
+            int k = 0;
+            for (pid_t v = getpid(); v; v /= 10)
+                digits[k++] = (char)('0' + v % 10);
+            memcpy(listen_pid, "LISTEN_PID=", 11);
+            for (int i = 0; i < k; i++)
+                listen_pid[11 + i] = digits[k - 1 - i];
+            listen_pid[11 + k] = 0;
+        }
+        closefrom(listen_fd >= 0 ? 4 : 3);
+        signal(SIGPIPE, SIG_DFL);
+        execvpe(argv[0], (char **)argv, env2);
+        dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(pfd[1]);
+    free(env);
+    free(env2);
+    *out_fd = pfd[0];
+    return pid;
+}
+
 int hk_wait_pid(pid_t pid, int timeout_ms, int *status)
 {
     int64_t deadline = hk_now_ms() + timeout_ms;
@@ -433,16 +496,105 @@ static void launch(struct hk_server *s)
     wait_ready(s);
 }
 
+/* ---- PostgreSQL ---- */
+
+bool hk_store_is_pg(void)
+{
+    const char *v = getenv("HOOKD_TEST_STORE");
+    return v && strcmp(v, "pg") == 0;
+}
+
+char *hk_pg_url_with_schema(const char *base, const char *schema)
+{
+    struct dbuf b = {0};
+    dbuf_put(&b, base, strlen(base));
+    if (strstr(base, "://")) {
+        const char *opt = strchr(base, '?') ? "&options=-csearch_path%3D" : "?options=-csearch_path%3D";
+        dbuf_put(&b, opt, strlen(opt));
+        dbuf_put(&b, schema, strlen(schema));
+    } else {
+        /* key=value: a repeated keyword takes the last value. */
+        dbuf_put(&b, " options='-csearch_path=", 24);
+        dbuf_put(&b, schema, strlen(schema));
+        dbuf_put(&b, "'", 1);
+    }
+    return b.p;
+}
+
+/* Run one statement on the cluster's maintenance database. Returns 0, or -1
+ * with libpq's message in err. Never asserts (cleanup uses it). */
+static int pg_admin(const char *sql, char *err, size_t errlen)
+{
+    const char *base = getenv("HOOKD_TEST_DATABASE_URL");
+    if (!base || !*base) {
+        snprintf(err, errlen, "HOOKD_TEST_DATABASE_URL is not set");
+        return -1;
+    }
+    PGconn *c = PQconnectdb(base);
+    int rc = 0;
+    if (PQstatus(c) != CONNECTION_OK) {
+        snprintf(err, errlen, "%s", PQerrorMessage(c));
+        rc = -1;
+    } else {
+        PGresult *r = PQexec(c, sql);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+            snprintf(err, errlen, "%s", PQresultErrorMessage(r));
+            rc = -1;
+        }
+        PQclear(r);
+    }
+    PQfinish(c);
+    return rc;
+}
+
+static bool names_database_url(const char *const *env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        if (env_name_eq(env[i], "DATABASE_URL"))
+            return true;
+    return false;
+}
+
+/* A fresh schema for this server (cheaper than a database), as
+ * env[k] = "DATABASE_URL=...". */
+static void pg_attach_db(struct hk_server *s, size_t k)
+{
+    const char *base = getenv("HOOKD_TEST_DATABASE_URL");
+    if (!base || !*base)
+        cr_skip_test("HOOKD_TEST_STORE=pg without HOOKD_TEST_DATABASE_URL: "
+                     "scripts/test.sh starts a cluster (scripts/pg.sh) and sets it");
+    CHECK(k + 1 < HK_MAX_ENV, "too many extra env entries");
+    static unsigned serial;
+    snprintf(s->pg_schema, sizeof s->pg_schema, "hk_%d_%u_%ld", (int)getpid(), serial++,
+             (long)(hk_now_ms() % 100000));
+    char sql[128], err[1024];
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", s->pg_schema);
+    if (pg_admin(sql, err, sizeof err) < 0) {
+        s->pg_schema[0] = 0;
+        FAIL("cannot create the test schema: %s", err);
+    }
+    char *url = hk_pg_url_with_schema(base, s->pg_schema);
+    struct dbuf e = {0};
+    dbuf_put(&e, "DATABASE_URL=", 13);
+    dbuf_put(&e, url, strlen(url));
+    free(url);
+    s->env[k] = e.p;
+}
+
 void hk_server_start_args(struct hk_server *s, const char *const *extra_env,
                           const char *const *args)
 {
     memset(s, 0, sizeof *s);
     s->out_fd = -1;
     make_dir(s);
+    size_t k = 0;
     for (size_t i = 0; extra_env && extra_env[i]; i++) {
         CHECK(i + 1 < HK_MAX_ENV, "too many extra env entries");
         s->env[i] = xstrdup(extra_env[i]);
+        k = i + 1;
     }
+    if (hk_store_is_pg() && !names_database_url(extra_env))
+        pg_attach_db(s, k);
     for (size_t i = 0; args && args[i]; i++) {
         CHECK(i + 1 < HK_MAX_ARGS, "too many extra args");
         s->args[i] = xstrdup(args[i]);
@@ -536,6 +688,13 @@ void hk_server_cleanup(struct hk_server *s)
     if (s->dir[0] && !getenv("HK_KEEP_TMP"))
         nftw(s->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
     s->dir[0] = 0;
+    if (s->pg_schema[0]) {
+        char sql[128], err[1024];
+        snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", s->pg_schema);
+        if (pg_admin(sql, err, sizeof err) < 0)
+            fprintf(stderr, "harness: cannot drop schema %s: %s\n", s->pg_schema, err);
+        s->pg_schema[0] = 0;
+    }
 }
 
 int hk_run(const char *const *extra_env, const char *const *args, int timeout_ms,

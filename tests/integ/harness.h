@@ -29,7 +29,19 @@ struct hk_server {
     char started_line[512];    /* the ready line, without its newline */
     char *env[HK_MAX_ENV];     /* extras given to start, kept for restart */
     char *args[HK_MAX_ARGS];   /* extra argv, kept for restart */
+    char pg_schema[64];        /* HOOKD_TEST_STORE=pg: this server's schema, dropped by cleanup */
 };
+
+/* True when the suite runs against PostgreSQL (HOOKD_TEST_STORE=pg). Then
+ * hk_server_start gives each server a fresh schema on the cluster at
+ * $HOOKD_TEST_DATABASE_URL (DATABASE_URL=... with that schema as its
+ * search_path; kept across restarts) unless extra_env names DATABASE_URL
+ * itself; without that variable the test is skipped. Tests that only make
+ * sense with SQLite skip themselves. */
+bool hk_store_is_pg(void);
+/* The URL `base` (a URI or key=value string) with `schema` as the
+ * search_path; caller frees. */
+char *hk_pg_url_with_schema(const char *base, const char *schema);
 
 /* Describe what the test is doing now (printf-style); harness failures quote
  * it, so a loop over cases reports which case failed. "" clears it. */
@@ -60,7 +72,8 @@ void hk_finish(struct hk_server *s);
 /* SIGKILL and reap. */
 void hk_server_kill9(struct hk_server *s);
 /* Kill if still running, close descriptors and remove the directory (kept
- * when HK_KEEP_TMP is set in the environment). Safe on a zeroed struct. */
+ * when HK_KEEP_TMP is set in the environment), and drop the server's
+ * PostgreSQL schema if it has one. Safe on a zeroed struct. */
 void hk_server_cleanup(struct hk_server *s);
 /* Contents of the server's stderr log so far; caller frees. */
 char *hk_server_stderr(const struct hk_server *s);
@@ -70,6 +83,12 @@ char *hk_server_stderr(const struct hk_server *s);
  * *out_fd (a pipe), stderr to `stderr_path`. Returns the pid. */
 pid_t hk_spawn(const char *dir, const char *const *extra_env, const char *const *args,
                int *out_fd, const char *stderr_path);
+/* Like hk_spawn, but runs the program argv[0] (looked up in PATH) with the
+ * same environment. With listen_fd >= 0, that socket becomes the child's
+ * fd 3 and LISTEN_FDS=1, LISTEN_PID=<the child's pid> are set: socket
+ * activation, as a service manager does it. Returns the pid. */
+pid_t hk_spawn_cmd(const char *dir, const char *const *extra_env, const char *const *argv, int listen_fd,
+                   int *out_fd, const char *stderr_path);
 /* waitpid with a deadline. Returns 0 and sets *status, or -1 on timeout
  * (the process is left running). */
 int hk_wait_pid(pid_t pid, int timeout_ms, int *status);

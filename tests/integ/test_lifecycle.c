@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -126,6 +127,8 @@ Test(lifecycle, invalid_config_fails_fast_with_one_line)
 
 Test(lifecycle, unusable_database_path_fails_fast)
 {
+    if (hk_store_is_pg())
+        cr_skip_test("HOOKD_SQLITE_PATH is the SQLite store's; the integ suite covers it");
     const char *env[] = {"HOOKD_SQLITE_PATH=/proc/hookd-no-such-dir/x.db", NULL};
     char *out, *err;
     int st = hk_run(env, NULL, 3000, &out, &err);
@@ -282,6 +285,100 @@ Test(lifecycle, sigterm_finishes_request_in_flight)
     json_decref(hk_assert_json(&r, 200));
     hk_resp_free(&r);
     hk_finish(&srv);
+}
+
+/* As a container's entrypoint hookd is PID 1, for which the kernel drops
+ * every signal that has no handler: SIGTERM works only because hookd
+ * installs one. Run it as PID 1 of a new PID namespace and do what a
+ * container runtime does on `stop`, with a request in flight. */
+Test(lifecycle, sigterm_as_pid1_finishes_request_in_flight)
+{
+    const char *probe[] = {"unshare", "--pid", "--fork", "true", NULL};
+    char *e = NULL;
+    int out;
+    char dir[64] = "/tmp/hookd-pid1-XXXXXX", errlog[128];
+    cr_assert(mkdtemp(dir));
+    snprintf(errlog, sizeof errlog, "%s/stderr.log", dir);
+    int st = 0;
+    pid_t p = hk_spawn_cmd(dir, NULL, probe, -1, &out, errlog);
+    if (hk_wait_pid(p, 3000, &st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        kill(p, SIGKILL);
+        hk_wait_pid(p, 1000, &st);
+        cr_skip_test("unshare --pid --fork does not work here (not root, or no user namespaces)");
+    }
+    close(out);
+
+    const char *argv[] = {"unshare", "--pid", "--fork", "--kill-child", getenv("HOOKD_BIN"), NULL};
+    srv.pid = hk_spawn_cmd(dir, NULL, argv, -1, &srv.out_fd, errlog);
+    snprintf(srv.dir, sizeof srv.dir, "%s", dir);
+    snprintf(srv.stderr_path, sizeof srv.stderr_path, "%s", errlog);
+    /* The ready line carries the port. */
+    char line[256] = "";
+    size_t n = 0;
+    int64_t deadline = hk_now_ms() + 10000;
+    while (n + 1 < sizeof line && hk_now_ms() < deadline) {
+        char c;
+        ssize_t r = read(srv.out_fd, &c, 1);
+        if (r == 1 && c == '\n')
+            break;
+        if (r == 1)
+            line[n++] = c;
+        else if (r == 0)
+            break;
+    }
+    line[n] = 0;
+    const char *m = strstr(line, "http://127.0.0.1:");
+    e = hk_server_stderr(&srv);
+    cr_assert(m, "no ready line (got \"%s\"), stderr:\n%s", line, e);
+    free(e);
+    srv.port = atoi(m + strlen("http://127.0.0.1:"));
+
+    /* hookd is unshare's only child, and PID 1 in its namespace. */
+    char path[96], buf[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)srv.pid, (int)srv.pid);
+    FILE *f = fopen(path, "r");
+    cr_assert(f && fgets(buf, sizeof buf, f), "cannot read %s", path);
+    fclose(f);
+    pid_t child = (pid_t)atoi(buf);
+    cr_assert_gt(child, 1);
+    snprintf(path, sizeof path, "/proc/%d/status", (int)child);
+    f = fopen(path, "r");
+    cr_assert(f);
+    char nspid[256] = "";
+    while (fgets(buf, sizeof buf, f))
+        if (strncmp(buf, "NSpid:", 6) == 0)
+            snprintf(nspid, sizeof nspid, "%s", buf);
+    fclose(f);
+    cr_assert(hk_matches(nspid, "^NSpid:[[:space:]]+[0-9]+[[:space:]]+1[[:space:]]*$"), "not PID 1: %s", nspid);
+
+    const char *body = "{\"source\":\"pid1\",\"eventType\":\"term\",\"payload\":\"x\"}";
+    size_t blen = strlen(body), half = blen / 2;
+    char head[512];
+    snprintf(head, sizeof head,
+             "POST /api/webhooks HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\n\r\n", blen);
+    int fd = hk_tcp_connect(&srv);
+    cr_assert_eq(hk_tcp_sends(fd, head), 0);
+    cr_assert_eq(hk_tcp_send(fd, body, half), 0);
+    hk_sleep_ms(100);
+    cr_assert_eq(kill(child, SIGTERM), 0);
+    hk_sleep_ms(200);
+    cr_assert_eq(hk_tcp_send(fd, body + half, blen - half), 0, "the in-flight connection was dropped");
+    struct hk_raw raw = {0};
+    hk_tcp_read(fd, &raw, 1, 3000);
+    e = hk_server_stderr(&srv);
+    cr_assert_eq(raw.nfinal, 1, "no response to the in-flight request as PID 1: %s\nstderr:\n%s", raw.buf, e);
+    free(e);
+    cr_assert_eq(raw.r[0].status, 201, "%s", raw.buf);
+    hk_tcp_close(fd);
+    hk_raw_free(&raw);
+    /* unshare exits with its child's status. */
+    cr_assert_eq(hk_wait_pid(srv.pid, 3000, &st), 0, "PID 1 did not exit within 3 s of SIGTERM");
+    srv.pid = 0;
+    e = hk_server_stderr(&srv);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status 0x%x\nstderr:\n%s", st, e);
+    cr_assert(strstr(e, "\"msg\":\"stopped\""), "no clean stop logged:\n%s", e);
+    free(e);
 }
 
 /* ---- durability ---- */

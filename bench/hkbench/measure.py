@@ -237,13 +237,18 @@ def container_start(cfg, target, image):
     if not image or image.get("status") != "built":
         return {"status": "skipped", "reason": (image or {}).get("reason", "image not built")}
     tag = f"localhost/hookd-bench:{target.variant}"
+    # runc (crun fails here) and ulimits under the sandbox's hard limit: the
+    # project's containers.conf, unless the caller chose one.
+    conf = os.environ.get("CONTAINERS_CONF") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "podman", "containers.conf")
+    penv = {"CONTAINERS_CONF": os.path.normpath(conf)}
     r = procs.run(["skopeo", "copy", "--quiet", f"docker-archive:{image['dockerArchive']}",
-                   f"containers-storage:{tag}"], timeout=300)
+                   f"containers-storage:{tag}"], timeout=300, env=penv)
     if r.returncode != 0:
         return {"status": "failed", "reason": "skopeo copy: " + (r.stderr or r.stdout).strip()[-300:]}
     try:
         cpu = str(cfg.server_cpus[0])
-        pre = procs.run(["podman", "run", "--rm", "--cpuset-cpus", cpu, tag, "--version"], timeout=120)
+        pre = procs.run(["podman", "run", "--rm", "--cpuset-cpus", cpu, tag, "--version"], timeout=120, env=penv)
         if pre.returncode != 0:
             return {"status": "failed", "reason": "podman run: " + (pre.stderr or pre.stdout).strip()[-300:]}
         port = system.free_port()
@@ -251,7 +256,7 @@ def container_start(cfg, target, image):
                "-e", "HOOKD_SQLITE_PATH=/data/hookd.db", tag]
         argv = procs.taskset(cfg.load_cpus, [cfg.coldstart, "-p", str(port), "-u", target.health, "-n",
                                              str(cfg.cold_runs), "-s", "200", "-t", "60000", "--"] + cmd)
-        r = procs.run(argv, timeout=120 + cfg.cold_runs * 60)
+        r = procs.run(argv, timeout=120 + cfg.cold_runs * 60, env=penv)
         if r.returncode != 0:
             return {"status": "failed", "reason": "coldstart: " + r.stderr.strip()[-300:]}
         runs = parse.parse_coldstart(r.stdout)
@@ -260,4 +265,4 @@ def container_start(cfg, target, image):
                 "runs": [{"run": x["run"], "readyMs": x["readyMs"]} for x in runs],
                 "note": "podman run --rm --cpuset-cpus SERVER_CPU to the first 200; memory is the native figure"}
     finally:
-        procs.run(["podman", "rmi", "-f", tag], timeout=120)
+        procs.run(["podman", "rmi", "-f", tag], timeout=120, env=penv)

@@ -227,26 +227,40 @@ static void usage(void)
     printf("  --help, --version\n");
 }
 
+/* *_FILE variables (Kubernetes secrets): the value is the file's content
+ * without trailing newlines or spaces. Replaces *dst. */
+static int read_value_file(const char *var, const char *path, char **dst, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "invalid %s=\"%s\": %s", var, path, strerror(errno));
+        return -1;
+    }
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    int full = !feof(f);
+    fclose(f);
+    if (full) {
+        snprintf(err, errlen, "invalid %s=\"%s\": longer than %zu bytes", var, path, sizeof buf - 1);
+        return -1;
+    }
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        n--;
+    buf[n] = 0;
+    free(*dst);
+    *dst = strdup(buf);
+    if (!*dst)
+        abort();
+    return 0;
+}
+
+/* HOOKD_WEBHOOK_SECRET wins over HOOKD_WEBHOOK_SECRET_FILE. */
 static int read_secret_file(struct hk_config *c, char *err, size_t errlen)
 {
     const char *path = getenv("HOOKD_WEBHOOK_SECRET_FILE");
     if (!path || c->webhook_secret)
         return 0;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "invalid HOOKD_WEBHOOK_SECRET_FILE=\"%s\": %s", path, strerror(errno));
-        return -1;
-    }
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        n--;
-    buf[n] = 0;
-    c->webhook_secret = strdup(buf);
-    if (!c->webhook_secret)
-        abort();
-    return 0;
+    return read_value_file("HOOKD_WEBHOOK_SECRET_FILE", path, &c->webhook_secret, err, errlen);
 }
 
 /* DATABASE_URL_FILE: the URL (password included) from a file, such as a
@@ -256,27 +270,7 @@ static int read_database_url_file(struct hk_config *c, char *err, size_t errlen)
     const char *path = c->database_url_file;
     if (!path || !*path || (c->database_url && *c->database_url))
         return 0;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "invalid DATABASE_URL_FILE=\"%s\": %s", path, strerror(errno));
-        return -1;
-    }
-    char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    int full = !feof(f);
-    fclose(f);
-    if (full) {
-        snprintf(err, errlen, "invalid DATABASE_URL_FILE=\"%s\": longer than %zu bytes", path, sizeof buf - 1);
-        return -1;
-    }
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-        n--;
-    buf[n] = 0;
-    free(c->database_url);
-    c->database_url = strdup(buf);
-    if (!c->database_url)
-        abort();
-    return 0;
+    return read_value_file("DATABASE_URL_FILE", path, &c->database_url, err, errlen);
 }
 
 int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t errlen)

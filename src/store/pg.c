@@ -570,16 +570,22 @@ static void complete_list(struct pg_loop *pl, struct hk_store_op *op, int status
     }
 }
 
-static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *res)
+/* The op leaves this loop's accounting; its callbacks run next. */
+static void retire(struct pg_loop *pl, struct hk_store_op *op)
 {
-    int n = hk_pq.PQntuples(res);
-    struct hk_webhook row;
     assert(pl->nops > 0);
     pl->nops--;
     op->priv = NULL;
     op->next = NULL;
     op->status = 0;
     op->more = false;
+}
+
+static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *res)
+{
+    int n = hk_pq.PQntuples(res);
+    struct hk_webhook row;
+    retire(pl, op);
     if (op->kind == HK_OP_GET) {
         if (n > 0) {
             row_of(res, 0, &row);
@@ -615,12 +621,7 @@ static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *r
 /* A write whose group committed. */
 static void deliver_write(struct pg_loop *pl, struct hk_store_op *op, PGresult *res)
 {
-    assert(pl->nops > 0);
-    pl->nops--;
-    op->priv = NULL;
-    op->next = NULL;
-    op->status = 0;
-    op->more = false;
+    retire(pl, op);
     if (op->kind == HK_OP_DELETE) {
         const char *n = hk_pq.PQcmdTuples(res);
         op->status = n[0] != '\0' && strcmp(n, "0") != 0 ? 0 : HK_ENOTFOUND;

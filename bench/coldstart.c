@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * coldstart: exec a server and poll it with a tight loopback client until
- * GET <path> answers 200; print the time from just before the spawn to that
- * answer, with the server's RSS/PSS/USS a moment later, as one JSON line.
+ * GET <path> answers 200; print the time from the exec to that answer, with
+ * the server's RSS/PSS/USS a moment later, as one JSON line. The server is
+ * forked before the clock starts and waits to be released into execve.
  *
  *   coldstart [-p port] [-u /q/health/ready] [-s settle_ms] [-n runs] [-i pause_us]
  *             [-c server_cpu] [-t timeout_ms] [-o] [-f] -- cmd args...
@@ -22,7 +23,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,38 +284,52 @@ int main(int argc, char **argv)
             perror("coldstart: pipe");
             return 1;
         }
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        if (capture)
-            posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-        else
-            posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-        /* The child inherits the affinity in force at spawn: pin it without
-         * the extra exec that taskset would add to the figure. */
-        cpu_set_t mine, srv;
-        sched_getaffinity(0, sizeof mine, &mine);
-        if (server_cpu >= 0) {
-            CPU_ZERO(&srv);
-            CPU_SET(server_cpu, &srv);
-            sched_setaffinity(0, sizeof srv, &srv);
+        /* The clock measures from exec: the child is forked first, pins
+         * itself to the server's CPU and waits on a pipe; the clock starts
+         * when it is released to call execve. The launcher's own fork and
+         * CPU migration stay out of the figure (a supervisor pays them
+         * whatever it starts). */
+        int go[2];
+        if (pipe2(go, O_CLOEXEC) < 0) {
+            perror("coldstart: pipe");
+            return 1;
         }
-        pid_t pid;
-        /* posix_spawn (vfork semantics): the launcher's own fork cost stays
-         * out of the figure. */
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("coldstart: fork");
+            return 1;
+        }
+        if (pid == 0) {
+            if (server_cpu >= 0) {
+                cpu_set_t srv;
+                CPU_ZERO(&srv);
+                CPU_SET(server_cpu, &srv);
+                sched_setaffinity(0, sizeof srv, &srv);
+            }
+            int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (null < 0 || dup2(capture ? pfd[1] : null, 1) < 0 || dup2(null, 2) < 0)
+                _exit(126);
+            char c;
+            close(go[1]);
+            if (read(go[0], &c, 1) != 1)
+                _exit(126);
+            execvp(cmd[0], cmd);
+            _exit(127);
+        }
+        close(go[0]);
+        /* Let the child reach its read() and the scheduler settle. */
+        usleep(20000);
         double t0 = now_ms();
-        int se = posix_spawnp(&pid, cmd[0], &fa, NULL, cmd, environ);
-        if (server_cpu >= 0)
-            sched_setaffinity(0, sizeof mine, &mine);
-        posix_spawn_file_actions_destroy(&fa);
+        if (write(go[1], "x", 1) != 1) {
+            perror("coldstart: release");
+            return 1;
+        }
+        close(go[1]);
         if (capture) {
             close(pfd[1]);
             oc.fd = pfd[0];
             fcntl(oc.fd, F_SETFL, O_NONBLOCK);
-        }
-        if (se != 0) {
-            fprintf(stderr, "coldstart: cannot start %s: %s\n", cmd[0], strerror(se));
-            return 1;
         }
         int status = -1;
         long tries = 0;
@@ -336,7 +350,10 @@ int main(int argc, char **argv)
             outcap_pump(&oc, 0);
             int ws;
             if (waitpid(pid, &ws, WNOHANG) == pid) {
-                fprintf(stderr, "coldstart: the server exited before answering\n");
+                if (WIFEXITED(ws) && WEXITSTATUS(ws) == 127)
+                    fprintf(stderr, "coldstart: cannot run %s\n", cmd[0]);
+                else
+                    fprintf(stderr, "coldstart: the server exited before answering\n");
                 return 1;
             }
         }

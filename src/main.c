@@ -2,6 +2,7 @@
  * hookd's entry point: read the configuration, open the store, start one
  * event loop per thread, print the "started in" line, and stop cleanly on
  * SIGTERM/SIGINT. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ static void begin_stop(void)
     signal(SIGTERM, SIG_IGN);
     if (idle_timer_on && !uv_is_closing((uv_handle_t *)&idle_timer))
         uv_close((uv_handle_t *)&idle_timer, NULL);
+    hk_server_shutdown(server, idle_exit);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -125,6 +127,13 @@ int main(int argc, char **argv)
         goto out;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* SIGTERM/SIGINT wait until the loop can take them; the threads started
+     * meanwhile inherit the mask, so the main thread gets them. */
+    sigset_t stop_signals, old_mask;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
     if (cfg.webhook_secret && hk_hmac_init(err, sizeof err) < 0) {
         fprintf(stderr, "hookd: %s\n", err);
         rc = 2;
@@ -142,7 +151,12 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    uv_loop_t *loop = uv_default_loop();
+    int port = 0;
+    if (hk_server_start(&server, &cfg, store, t_start, &port, err, sizeof err) < 0) {
+        hk_error("cannot start", "\"error\":\"%s\"", err);
+        goto out;
+    }
+    uv_loop_t *loop = hk_server_loop(server);
     uv_signal_t sigterm, sigint;
     uv_signal_init(loop, &sigterm);
     uv_signal_init(loop, &sigint);
@@ -150,15 +164,7 @@ int main(int argc, char **argv)
     signals[1] = &sigint;
     uv_signal_start(&sigterm, on_signal, SIGTERM);
     uv_signal_start(&sigint, on_signal, SIGINT);
-
-    int port = 0;
-    if (hk_server_start(&server, &cfg, store, t_start, &port, err, sizeof err) < 0) {
-        hk_error("cannot start", "\"error\":\"%s\"", err);
-        uv_close((uv_handle_t *)&sigterm, NULL);
-        uv_close((uv_handle_t *)&sigint, NULL);
-        uv_run(loop, UV_RUN_DEFAULT);
-        goto out;
-    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     double secs = (double)(hk_mono_ns() - t_start) / 1e9;
     /* With inherited sockets, the address is the service manager's choice. */
     char host[64];
@@ -187,18 +193,14 @@ int main(int argc, char **argv)
     hk_info("started", "\"version\":\"%s\",\"port\":%d,\"eventLoops\":%d,\"store\":\"%s\",\"startedInMs\":%.3f",
             HK_VERSION, port, cfg.threads, store->vt->name, secs * 1000);
 
-    uv_run(loop, UV_RUN_DEFAULT);
-    if (idle_exit)
-        hk_server_stop_idle(server);
-    else
-        hk_server_stop(server);
+    hk_server_run(server);
+    hk_server_join(server);
     hk_server_free(server);
     rc = 0;
     hk_info("stopped", NULL);
 out:
     if (store)
         store->vt->close(store);
-    uv_loop_close(uv_default_loop());
     hk_config_free(&cfg);
     return rc;
 }

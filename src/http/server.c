@@ -407,16 +407,17 @@ void hk_worker_fini(struct hk_worker *w)
     w->rbuf = NULL;
 }
 
-static void worker_main(void *arg)
+/* Make a worker's loop, handles and listener on the calling thread. On
+ * failure the worker is torn down again and srv->failed is set. */
+static int worker_setup(struct hk_worker *w)
 {
-    struct hk_worker *w = arg;
     struct hk_server *srv = w->srv;
     int rc = hk_worker_init(w, srv->cfg, w->store);
     if (rc < 0) {
         hk_error("worker start failed", "\"worker\":%d,\"error\":\"%s\"", w->index, uv_strerror(rc));
         srv->failed = 1;
-        uv_sem_post(&srv->ready);
-        return;
+        close(w->listen_fd);
+        return rc;
     }
     w->listener.data = w;
     w->wake.data = w;
@@ -441,13 +442,21 @@ static void worker_main(void *arg)
         srv->failed = 1;
         w->stopping = true;
         uv_close((uv_handle_t *)&w->listener, on_listener_closed);
-        uv_sem_post(&srv->ready);
         uv_run(&w->loop, UV_RUN_DEFAULT);
         hk_worker_fini(w);
-        return;
+        return rc;
     }
     w->listening = true;
-    uv_sem_post(&srv->ready);
+    return 0;
+}
+
+static void worker_main(void *arg)
+{
+    struct hk_worker *w = arg;
+    int rc = worker_setup(w);
+    uv_sem_post(&w->srv->ready);
+    if (rc < 0)
+        return;
     uv_run(&w->loop, UV_RUN_DEFAULT);
     hk_worker_fini(w);
 }
@@ -524,7 +533,7 @@ int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct 
         abort();
     uv_sem_init(&srv->ready, 0);
     int port = cfg->port;
-    int started = 0;
+    int launched = 0; /* workers that own their listener: loop 0, then threads */
     for (int i = 0; i < srv->nworkers; i++) {
         struct hk_worker *w = &srv->workers[i];
         w->index = i;
@@ -541,14 +550,22 @@ int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct 
             goto fail;
     }
     *bound_port = port;
-    for (int i = 0; i < srv->nworkers; i++) {
+    /* Loop 0 runs on the caller's thread (hk_server_run): one thread fewer
+     * to start, and with one loop, none. */
+    launched = 1;
+    if (worker_setup(&srv->workers[0]) < 0) {
+        snprintf(err, errlen, "a worker failed to start (see the log above)");
+        srv->workers[0].listen_fd = -1;
+        goto fail;
+    }
+    for (int i = 1; i < srv->nworkers; i++) {
         if (uv_thread_create(&srv->workers[i].thread, worker_main, &srv->workers[i]) < 0) {
             snprintf(err, errlen, "cannot start worker thread %d", i);
             goto fail;
         }
-        started++;
+        launched++;
     }
-    for (int i = 0; i < started; i++)
+    for (int i = 1; i < launched; i++)
         uv_sem_wait(&srv->ready);
     if (srv->failed) {
         snprintf(err, errlen, "a worker failed to start (see the log above)");
@@ -557,13 +574,17 @@ int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct 
     *out = srv;
     return 0;
 fail:
-    for (int i = 0; i < started; i++)
+    for (int i = 0; i < launched; i++)
         if (srv->workers[i].listening)
             uv_async_send(&srv->workers[i].wake);
-    for (int i = 0; i < started; i++)
+    if (launched > 0 && srv->workers[0].listen_fd >= 0) {
+        uv_run(&srv->workers[0].loop, UV_RUN_DEFAULT);
+        hk_worker_fini(&srv->workers[0]);
+    }
+    for (int i = 1; i < launched; i++)
         uv_thread_join(&srv->workers[i].thread);
-    for (int i = 0; i < srv->nworkers; i++)
-        if (srv->workers[i].listen_fd > 0 && i >= started)
+    for (int i = launched; i < srv->nworkers; i++)
+        if (srv->workers[i].listen_fd > 0)
             close(srv->workers[i].listen_fd);
     uv_sem_destroy(&srv->ready);
     free(srv->workers);
@@ -571,24 +592,35 @@ fail:
     return -1;
 }
 
-void hk_server_stop(struct hk_server *srv)
+uv_loop_t *hk_server_loop(struct hk_server *srv)
 {
+    return &srv->workers[0].loop;
+}
+
+void hk_server_run(struct hk_server *srv)
+{
+    uv_run(&srv->workers[0].loop, UV_RUN_DEFAULT);
+}
+
+void hk_server_shutdown(struct hk_server *srv, bool idle)
+{
+    if (idle)
+        atomic_store(&srv->idle_stop, true);
     for (int i = 0; i < srv->nworkers; i++)
         uv_async_send(&srv->workers[i].wake);
-    for (int i = 0; i < srv->nworkers; i++)
+}
+
+void hk_server_join(struct hk_server *srv)
+{
+    for (int i = 1; i < srv->nworkers; i++)
         uv_thread_join(&srv->workers[i].thread);
+    hk_worker_fini(&srv->workers[0]);
 }
 
 void hk_server_activity(struct hk_server *srv, unsigned *open, unsigned long *accepted)
 {
     *open = atomic_load(&srv->nconns);
     *accepted = atomic_load(&srv->accepted);
-}
-
-void hk_server_stop_idle(struct hk_server *srv)
-{
-    atomic_store(&srv->idle_stop, true);
-    hk_server_stop(srv);
 }
 
 void hk_server_free(struct hk_server *srv)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * The server: listening sockets, one worker thread per event loop, TCP
- * connections feeding HTTP sessions, timeouts, connection limit, graceful stop. */
+ * The server: listening sockets, one event loop per thread (loop 0 on the
+ * caller's), TCP connections feeding HTTP sessions, timeouts, connection
+ * limit, graceful stop. */
 #ifndef HK_SERVER_H
 #define HK_SERVER_H
 
@@ -53,17 +54,23 @@ int hk_worker_init(struct hk_worker *w, const struct hk_config *cfg, struct hk_s
 /* Detach the store, run the loop until its handles closed, close the loop. */
 void hk_worker_fini(struct hk_worker *w);
 
-/* Bind, start the workers, and return once every loop is listening.
- * `bound_port` receives the port (useful with port 0). */
+/* Bind, set up loop 0 on the calling thread, start one thread for each
+ * other loop, and return once every loop is listening. `bound_port`
+ * receives the port (useful with port 0). */
 int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct hk_store *store,
                     uint64_t start_ns, int *bound_port, char *err, size_t errlen);
-/* Stop accepting, let in-flight requests finish (bounded by drain timeout),
- * join the workers. */
-void hk_server_stop(struct hk_server *srv);
-/* hk_server_stop after a quiet spell (HOOKD_EXIT_IDLE_AFTER): the same,
- * except that a connection accepted in the meantime that has not sent
- * anything yet is still answered once instead of being closed. */
-void hk_server_stop_idle(struct hk_server *srv);
+/* Loop 0, for the caller's own handles (signals, timers) next to it. */
+uv_loop_t *hk_server_loop(struct hk_server *srv);
+/* Run loop 0 until it has stopped and the caller's handles on it closed. */
+void hk_server_run(struct hk_server *srv);
+/* Begin the graceful stop on every loop: stop accepting, let in-flight
+ * requests finish (bounded by the drain timeout). Safe from loop 0's
+ * callbacks. With `idle` (HOOKD_EXIT_IDLE_AFTER) a connection accepted in
+ * the meantime that has not sent anything yet is still answered once
+ * instead of being closed. */
+void hk_server_shutdown(struct hk_server *srv, bool idle);
+/* After hk_server_run returned: join the other loops, close loop 0. */
+void hk_server_join(struct hk_server *srv);
 /* Connections open now, and accepted since the start: the caller compares
  * two readings to tell whether anything connected in between. Thread-safe. */
 void hk_server_activity(struct hk_server *srv, unsigned *open, unsigned long *accepted);

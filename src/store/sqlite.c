@@ -21,6 +21,9 @@
 #define HK_SQLITE_BATCH_MAX 256        /* ops per transaction */
 #define HK_SQLITE_QUEUE_MAX 65536      /* queued writes before submit says HK_EBUSY */
 #define HK_SQLITE_BUSY_MS 5000         /* another process holding the write lock */
+#define HK_SQLITE_LOOKASIDE_SZ 256     /* lookaside slot size, bytes */
+#define HK_SQLITE_LOOKASIDE_N 64       /* lookaside slots per connection */
+#define HK_SQLITE_WARM_MS 10           /* a loop's read connection opens by then */
 
 /* Schema migrations; entry i takes the database from version i to i + 1.
  * Never edit an entry once released: append a new one. */
@@ -86,6 +89,8 @@ struct sq_loop {
     sqlite3_stmt *get;
     sqlite3_stmt *list[4];
     uv_async_t async;
+    uv_timer_t warm;                /* opens db shortly after start */
+    int closing;                    /* handles whose close is pending */
     size_t pending;                 /* writes submitted, callbacks not yet run */
     size_t streams;                 /* streamed lists waiting for next/close */
 
@@ -370,9 +375,11 @@ static void on_async(uv_async_t *h)
     }
 }
 
-static void on_async_close(uv_handle_t *h)
+static void on_handle_closed(uv_handle_t *h)
 {
     struct sq_loop *sl = h->data;
+    if (--sl->closing > 0)
+        return;
     uv_mutex_destroy(&sl->mu);
     free(sl);
 }
@@ -402,10 +409,58 @@ static void stmt_release(sqlite3_stmt *stmt, sqlite3_stmt *cached)
     }
 }
 
+static void loop_free_db(struct sq_loop *sl)
+{
+    sqlite3_finalize(sl->get);
+    sl->get = NULL;
+    for (int i = 0; i < 4; i++) {
+        sqlite3_finalize(sl->list[i]);
+        sl->list[i] = NULL;
+    }
+    sqlite3_close(sl->db);
+    sl->db = NULL;
+}
+
+/* The loop's read connection opens on its first use or HK_SQLITE_WARM_MS
+ * after the loop started, whichever comes first: the write connection has
+ * already opened and migrated the database, so the reader is not needed to
+ * be ready, and its open (schema parse, some 30 page faults) stays out of
+ * the cold start. A failure is retried on the next read. */
+static int reader_open(struct sq_loop *sl)
+{
+    if (sl->db != NULL)
+        return SQLITE_OK;
+    int rc = sqlite3_open_v2(sl->st->path, &sl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_busy_timeout(sl->db, sl->st->busy_ms);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(sl->db, SQL_GET, -1, SQLITE_PREPARE_PERSISTENT, &sl->get, NULL);
+    for (int i = 0; i < 4 && rc == SQLITE_OK; i++)
+        rc = sqlite3_prepare_v3(sl->db, list_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                &sl->list[i], NULL);
+    if (rc != SQLITE_OK) {
+        log_sqlite("sqlite read connection failed", rc);
+        loop_free_db(sl);
+    }
+    return rc;
+}
+
+static void on_warm(uv_timer_t *t)
+{
+    (void)reader_open(t->data);
+}
+
 static void do_get(struct sq_loop *sl, struct hk_store_op *op)
 {
     sqlite3_stmt *stmt = NULL;
-    int rc = stmt_acquire(sl, sl->get, SQL_GET, &stmt);
+    int rc = reader_open(sl);
+    if (rc != SQLITE_OK) {
+        op->status = HK_EUNAVAIL;
+        op->more = false;
+        op->on_done(op);
+        return;
+    }
+    rc = stmt_acquire(sl, sl->get, SQL_GET, &stmt);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(stmt, 1, op->id);
     if (rc == SQLITE_OK)
@@ -435,13 +490,21 @@ static void list_batch(struct sq_loop *sl, struct hk_store_op *op)
 {
     const struct hk_list_query *q = &op->list;
     unsigned variant = (q->source != NULL ? 1u : 0u) | (q->event_type != NULL ? 2u : 0u);
-    sqlite3_stmt *cached = sl->list[variant];
+    sqlite3_stmt *cached;
     sqlite3_stmt *stmt = NULL;
     uint32_t n = 0;
     int64_t last = 0;
     bool more = false;
 
-    int rc = stmt_acquire(sl, cached, list_sql[variant], &stmt);
+    int rc = reader_open(sl);
+    if (rc != SQLITE_OK) {
+        op->status = HK_EUNAVAIL;
+        op->more = false;
+        op->on_done(op);
+        return;
+    }
+    cached = sl->list[variant];
+    rc = stmt_acquire(sl, cached, list_sql[variant], &stmt);
     if (rc == SQLITE_OK && q->source != NULL)
         rc = bind_str(stmt, 1, q->source, q->source_len);
     if (rc == SQLITE_OK && q->event_type != NULL)
@@ -559,13 +622,6 @@ static int sq_health(struct hk_store_loop *base)
     return atomic_load_explicit(&sl->st->health, memory_order_relaxed);
 }
 
-static void loop_free_db(struct sq_loop *sl)
-{
-    sqlite3_finalize(sl->get);
-    for (int i = 0; i < 4; i++)
-        sqlite3_finalize(sl->list[i]);
-    sqlite3_close(sl->db);
-}
 
 static int sq_loop_attach(struct hk_store *s, uv_loop_t *loop, struct hk_store_loop **out)
 {
@@ -582,23 +638,14 @@ static int sq_loop_attach(struct hk_store *s, uv_loop_t *loop, struct hk_store_l
         free(sl);
         return rc;
     }
-    rc = sqlite3_open_v2(st->path, &sl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_busy_timeout(sl->db, st->busy_ms);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v3(sl->db, SQL_GET, -1, SQLITE_PREPARE_PERSISTENT, &sl->get, NULL);
-    for (int i = 0; i < 4 && rc == SQLITE_OK; i++)
-        rc = sqlite3_prepare_v3(sl->db, list_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-                                &sl->list[i], NULL);
-    if (rc != SQLITE_OK) {
-        log_sqlite("sqlite read connection failed", rc);
-        rc = HK_EUNAVAIL;
-        goto out;
-    }
     rc = uv_async_init(loop, &sl->async, on_async);
     if (rc < 0)
         goto out;
     uv_unref((uv_handle_t *)&sl->async);
+    sl->warm.data = sl;
+    uv_timer_init(loop, &sl->warm);
+    uv_timer_start(&sl->warm, on_warm, HK_SQLITE_WARM_MS, 0);
+    uv_unref((uv_handle_t *)&sl->warm);
 
     uv_mutex_lock(&st->mu);
     st->nloops++;
@@ -606,7 +653,6 @@ static int sq_loop_attach(struct hk_store *s, uv_loop_t *loop, struct hk_store_l
     *out = &sl->base;
 out:
     if (rc != 0) {
-        loop_free_db(sl);
         uv_mutex_destroy(&sl->mu);
         free(sl);
     }
@@ -624,12 +670,13 @@ static void sq_loop_detach(struct hk_store_loop *base)
     uv_mutex_unlock(&sl->mu);
 
     loop_free_db(sl);
-    sl->db = NULL;
     uv_mutex_lock(&st->mu);
     assert(st->nloops > 0);
     st->nloops--;
     uv_mutex_unlock(&st->mu);
-    uv_close((uv_handle_t *)&sl->async, on_async_close);
+    sl->closing = 2;
+    uv_close((uv_handle_t *)&sl->warm, on_handle_closed);
+    uv_close((uv_handle_t *)&sl->async, on_handle_closed);
 }
 
 /* ---- open / close ----------------------------------------------------- */
@@ -761,6 +808,23 @@ out:
     return 0;
 }
 
+/* SQLite's process-wide memory settings, before its first use. By default
+ * every connection carves 20 cache pages in one block and a 120 KB lookaside
+ * arena, writing into all of it at open: some 60 page faults per connection,
+ * which on a VM cost more than the rest of a cold start. Cache pages come
+ * one at a time instead, and lookaside stays, smaller. Once SQLite is
+ * initialised (a second store in the same process) the calls are refused
+ * and the first settings stand. */
+static void sqlite_memory_settings(void)
+{
+    static bool done;
+    if (done)
+        return;
+    done = true;
+    (void)sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
+    (void)sqlite3_config(SQLITE_CONFIG_LOOKASIDE, HK_SQLITE_LOOKASIDE_SZ, HK_SQLITE_LOOKASIDE_N);
+}
+
 struct hk_store *hk_sqlite_open(const char *path, bool sync_full, char *errbuf, size_t errlen)
 {
     struct sq_store *st = NULL;
@@ -780,6 +844,7 @@ struct hk_store *hk_sqlite_open(const char *path, bool sync_full, char *errbuf, 
                     errbuf, errlen) < 0)
         return NULL;
 
+    sqlite_memory_settings();
     st = calloc(1, sizeof *st);
     if (st == NULL || (st->path = strdup(path)) == NULL)
         abort();

@@ -93,7 +93,8 @@ def main(argv=None):
     doc = {
         "schema": "hookd-bench/1",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "methodology": "process-based on loopback: exec to first 200 (bench/coldstart), wrk load on a fresh "
+        "methodology": "process-based on loopback: exec to first 200 (bench/coldstart; bench/floor.c gives "
+                       "the machine's floor), wrk load on a fresh "
                        "server per point, server/load/database pinned to separate CPUs with taskset",
         "quick": bool(quick),
         "smoke": bool(a.smoke),
@@ -147,7 +148,7 @@ def main(argv=None):
         "maxLoad1": a.max_load,
         "noisePct": a.noise_pct,
         "pgbenchClients": a.pgbench_clients,
-        "pinning": "taskset -c; coldstart pins the server itself (sched_setaffinity before posix_spawn)",
+        "pinning": "taskset -c; coldstart pins the server itself (the forked child, before its execve)",
     }
 
     # Page cache: try once now, so the machine section says whether it works.
@@ -224,6 +225,12 @@ def main(argv=None):
 
         # Targets.
         tlist = []
+        floor_bin = os.path.join(os.path.dirname(cfg.coldstart), "floor")
+        if not a.smoke:
+            if os.path.exists(floor_bin):
+                tlist.append(targets.floor(floor_bin))
+            else:
+                skipped.append({"target": "floor", "reason": f"no {floor_bin} (built next to coldstart)"})
         if not a.no_nginx and not a.smoke:
             if shutil.which("nginx"):
                 tlist.append(targets.nginx())
@@ -362,6 +369,8 @@ def run_target(a, cfg, t, db, conns, profiles, duration):
     else:
         out["container"] = {"status": "skipped", "reason": "measured for hookd's SQLite targets only"}
     tdb = db if t.store == "postgres" else None
+    if not t.load:
+        return out
     if t.api:
         load = {}
         run_profiles = profiles if (a.reference_variants == "all" or t.variant in a.reference_variants.split(",")

@@ -44,15 +44,23 @@ static uv_signal_t *signals[2];
 
 static void begin_stop(void)
 {
-    hk_sd_notify("STOPPING=1");
+    /* Closing the handles restores the default action, and a second SIGTERM
+     * (a supervisor repeating itself) must not cut the drain short and turn
+     * exit 0 into death by signal: the signals wait, blocked, until SIGTERM
+     * is ignored. The other threads keep them blocked from their start.
+     * SIGINT keeps its default, so a second Ctrl-C still ends an
+     * interactive run at once. */
+    sigset_t stop_signals, old;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, &old);
     for (int i = 0; i < 2; i++)
         if (signals[i] && !uv_is_closing((uv_handle_t *)signals[i]))
             uv_close((uv_handle_t *)signals[i], NULL);
-    /* Closing the handles restored the default action: a second SIGTERM
-     * (a supervisor repeating itself) must not cut the drain short and turn
-     * exit 0 into death by signal. SIGINT keeps its default, so a second
-     * Ctrl-C still ends an interactive run at once. */
     signal(SIGTERM, SIG_IGN);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    hk_sd_notify("STOPPING=1");
     if (idle_timer_on && !uv_is_closing((uv_handle_t *)&idle_timer))
         uv_close((uv_handle_t *)&idle_timer, NULL);
     hk_server_shutdown(server, idle_exit);
@@ -84,6 +92,22 @@ static void on_idle_check(uv_timer_t *t)
     begin_stop();
 }
 
+/* One error line; `fields` are key/value string pairs ending with NULL,
+ * each value JSON-escaped (paths and messages may hold quotes). */
+static void log_failure(const char *msg, const char *const *fields)
+{
+    struct hk_buf b = HK_BUF_INIT;
+    for (int i = 0; fields[i] && fields[i + 1]; i += 2) {
+        hk_buf_puts(&b, i ? ",\"" : "\"");
+        hk_buf_puts(&b, fields[i]);
+        hk_buf_puts(&b, "\":");
+        hk_buf_put_json_str(&b, fields[i + 1], strlen(fields[i + 1]));
+    }
+    hk_buf_putc(&b, 0);
+    hk_error(msg, "%s", b.p);
+    hk_buf_free(&b);
+}
+
 /* The PostgreSQL store; on failure, one log line (password redacted). */
 static struct hk_store *open_pg(const struct hk_config *cfg, char *err, size_t errlen)
 {
@@ -91,12 +115,7 @@ static struct hk_store *open_pg(const struct hk_config *cfg, char *err, size_t e
     struct hk_store *store = hk_pg_open(&pc, err, errlen);
     if (store)
         return store;
-    struct hk_buf b = HK_BUF_INIT;
-    hk_buf_puts(&b, "\"backend\":\"postgresql\",\"error\":");
-    hk_buf_put_json_str(&b, err, strlen(err));
-    hk_buf_putc(&b, 0);
-    hk_error("cannot open the store", "%s", b.p);
-    hk_buf_free(&b);
+    log_failure("cannot open the store", (const char *const[]){"backend", "postgresql", "error", err, NULL});
     return NULL;
 }
 
@@ -146,14 +165,14 @@ int main(int argc, char **argv)
     } else {
         store = hk_sqlite_open(cfg.sqlite_path, cfg.sqlite_sync_full, err, sizeof err);
         if (!store) {
-            hk_error("cannot open the store", "\"backend\":\"sqlite\",\"path\":\"%s\",\"error\":\"%s\"",
-                     cfg.sqlite_path, err);
+            log_failure("cannot open the store",
+                        (const char *const[]){"backend", "sqlite", "path", cfg.sqlite_path, "error", err, NULL});
             goto out;
         }
     }
     int port = 0;
     if (hk_server_start(&server, &cfg, store, t_start, &port, err, sizeof err) < 0) {
-        hk_error("cannot start", "\"error\":\"%s\"", err);
+        log_failure("cannot start", (const char *const[]){"error", err, NULL});
         goto out;
     }
     uv_loop_t *loop = hk_server_loop(server);

@@ -2,7 +2,8 @@
 """What the benchmark runs against. A target is a command that starts an
 HTTP server on a port, a health path that answers 200 when it is ready, and
 whether it serves hookd's API (then it gets the load mix). Built in: hookd
-(per variant and store) and nginx (the HTTP ceiling). Any other service is
+(per variant and store), nginx (the HTTP ceiling) and floor (the cold-start
+floor: bench/floor.c). Any other service is
 added with a JSON file in bench/targets.d/ or --target FILE:
 
   {"name": "quarkus-native",
@@ -37,6 +38,7 @@ class Target:
         self.binary = binary
         self.cwd = cwd
         self.fresh_store = fresh_store  # callable(tmpdir, env) that empties the store
+        self.load = True  # False: cold start and memory only
         self.tmp = None
 
     def render(self, port, tmp, database_url=None):
@@ -117,6 +119,15 @@ def nginx(binary="nginx"):
                health="/", live="/", api=False)
     t.write_config = lambda port, tmp: _write(os.path.join(tmp, "nginx.conf"),
                                               NGINX_CONF.format(port=port, tmp=tmp))
+    return t
+
+
+def floor(path):
+    """bench/floor.c: a static server that answers every connection with a
+    200. Its exec to first 200 is this machine's floor for the figure; it
+    gets the cold start only (no load: it serves one connection at a time)."""
+    t = Target("floor", "floor", [path], port_env="PORT", health="/", live="/")
+    t.load = False
     return t
 
 

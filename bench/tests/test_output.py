@@ -165,6 +165,28 @@ class Report(unittest.TestCase):
         self.assertIn("pgbench", text)
         self.assertIn("where more stops helping", text)
 
+    def test_floor_is_context_not_a_goal(self):
+        doc = document()
+        doc["targets"]["floor"] = {"kind": "floor", "startup": {"medianMs": 2.4}, "memory": {"rssMb": 0.7}}
+        r = report.ratios(doc)
+        g = [x for x in r["goals"] if "floor" in x["goal"]]
+        self.assertEqual(len(g), 1)
+        self.assertEqual(g[0]["value"], 2.4)
+        self.assertIsNone(g[0]["met"])
+        doc["ratios"] = r
+        text = report.summary(doc)
+        self.assertIn("this machine's floor", text)
+        # Not a hookd target: its missing load and live are not problems.
+        self.assertEqual(jsonout.check_complete(doc), [])
+
+    def test_floor_target_gets_no_load(self):
+        t = targets.floor("/x/floor")
+        self.assertFalse(t.load)
+        self.assertFalse(t.api)
+        cmd, env = t.render(18000, "/tmp")
+        self.assertEqual(cmd, ["/x/floor"])
+        self.assertEqual(env["PORT"], "18000")
+
     def test_knees(self):
         pts = [{"store": "postgres", "threads": t, "pool": p, "connections": 100, "rps": r}
                for t, p, r in [(1, 1, 1000), (2, 1, 1800), (4, 1, 1850), (1, 2, 1500), (2, 2, 1550)]]

@@ -55,13 +55,35 @@ struct hk_server {
     int failed;
 };
 
+/* IMF-fixdate by hand: strftime would call tzset() and read
+ * /etc/localtime for a header that is always GMT. */
 const char *hk_worker_date(struct hk_worker *w)
 {
+    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
     time_t now = time(NULL);
     if (now != w->date_sec) {
         struct tm tm;
-        gmtime_r(&now, &tm);
-        strftime(w->date, sizeof w->date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        if (gmtime_r(&now, &tm) == NULL || tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 ||
+            tm.tm_mon > 11 || tm.tm_year < 0 || tm.tm_year > 9999 - 1900 || tm.tm_sec > 60) {
+            /* A clock beyond what the format can say: a valid header still. */
+            if (w->date[0] == '\0')
+                memcpy(w->date, "Thu, 01 Jan 1970 00:00:00 GMT", sizeof w->date);
+            return w->date;
+        }
+        /* "Sun, 06 Nov 1994 08:49:37 GMT": fixed positions. */
+        char *d = w->date;
+        int year = tm.tm_year + 1900;
+        memcpy(d, "Xxx, 00 Xxx 0000 00:00:00 GMT", sizeof w->date);
+        memcpy(d, days[tm.tm_wday], 3);
+        d[5] = (char)('0' + tm.tm_mday / 10), d[6] = (char)('0' + tm.tm_mday % 10);
+        memcpy(d + 8, months[tm.tm_mon], 3);
+        d[12] = (char)('0' + year / 1000), d[13] = (char)('0' + year / 100 % 10);
+        d[14] = (char)('0' + year / 10 % 10), d[15] = (char)('0' + year % 10);
+        d[17] = (char)('0' + tm.tm_hour / 10), d[18] = (char)('0' + tm.tm_hour % 10);
+        d[20] = (char)('0' + tm.tm_min / 10), d[21] = (char)('0' + tm.tm_min % 10);
+        d[23] = (char)('0' + tm.tm_sec / 10), d[24] = (char)('0' + tm.tm_sec % 10);
         w->date_sec = now;
     }
     return w->date;
@@ -461,8 +483,26 @@ static void worker_main(void *arg)
     hk_worker_fini(w);
 }
 
-static int open_listener(const char *host, int port, int *bound, char *err, size_t errlen)
+/* The address to bind: an IP literal directly (the usual case, and
+ * getaddrinfo is a lot of code to fault in at start), else a name. */
+static int listen_addr(const char *host, int port, struct sockaddr_storage *ss, socklen_t *len, char *err,
+                       size_t errlen)
 {
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    memset(ss, 0, sizeof *ss);
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        *len = sizeof *a4;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a6;
+        return 0;
+    }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
@@ -473,24 +513,32 @@ static int open_listener(const char *host, int port, int *bound, char *err, size
         snprintf(err, errlen, "invalid HOOKD_HOST=\"%s\": %s", host, gai_strerror(rc));
         return -1;
     }
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *len = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static int open_listener(const char *host, int port, int *bound, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (listen_addr(host, port, &ss, &len, err, errlen) < 0)
+        return -1;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 4096) < 0) {
+        bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0) {
         snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(errno));
         if (fd >= 0)
             close(fd);
-        fd = -1;
-        goto out;
+        return -1;
     }
-    struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                 : ((struct sockaddr_in *)&ss)->sin_port);
-out:
-    freeaddrinfo(ai);
     return fd;
 }
 

@@ -6,6 +6,8 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,7 @@ struct sq_store {
     sqlite3 *db;                    /* the write connection; writer thread only */
     sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del;
     uv_thread_t writer;
+    bool writer_started;            /* guarded by mu */
     int busy_ms;
     atomic_int health;              /* 0 or HK_EUNAVAIL, set by the writer */
 
@@ -347,6 +350,26 @@ static void writer_main(void *arg)
     }
 }
 
+/* The writer thread starts with the first write or a loop's warm-up,
+ * whichever comes first: starting a thread is a good part of a cold start
+ * on a VM, and the write connection is open and migrated already. The
+ * caller holds st->mu. */
+static int writer_start_locked(struct sq_store *st)
+{
+    if (st->writer_started)
+        return 0;
+    /* Signals are the main thread's: the writer starts with all blocked. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = uv_thread_create(&st->writer, writer_main, st);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return HK_EUNAVAIL;
+    st->writer_started = true;
+    return 0;
+}
+
 /* ---- loop side -------------------------------------------------------- */
 
 static void on_async(uv_async_t *h)
@@ -447,7 +470,12 @@ static int reader_open(struct sq_loop *sl)
 
 static void on_warm(uv_timer_t *t)
 {
-    (void)reader_open(t->data);
+    struct sq_loop *sl = t->data;
+    uv_mutex_lock(&sl->st->mu);
+    if (writer_start_locked(sl->st) < 0)
+        hk_warn("sqlite: cannot start the writer thread", NULL);
+    uv_mutex_unlock(&sl->st->mu);
+    (void)reader_open(sl);
 }
 
 static void do_get(struct sq_loop *sl, struct hk_store_op *op)
@@ -576,6 +604,12 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
     op->next = NULL;
     uv_mutex_lock(&st->mu);
     assert(!st->stopping);
+    if (writer_start_locked(st) < 0) {
+        uv_mutex_unlock(&st->mu);
+        op->priv = NULL;
+        hk_warn("sqlite: cannot start the writer thread", NULL);
+        return HK_EUNAVAIL;
+    }
     if (st->queued >= st->queue_max) {
         uv_mutex_unlock(&st->mu);
         op->priv = NULL;
@@ -705,10 +739,12 @@ static void sq_close(struct hk_store *s)
     assert(st->nloops == 0);
     st->stopping = true;
     uv_cond_signal(&st->cv);
+    bool started = st->writer_started;
     uv_mutex_unlock(&st->mu);
     /* The writer commits whatever is still queued before it exits. The last
      * connection to close checkpoints the WAL into the database file. */
-    uv_thread_join(&st->writer);
+    if (started)
+        uv_thread_join(&st->writer);
     store_free(st);
 }
 
@@ -902,15 +938,8 @@ struct hk_store *hk_sqlite_open(const char *path, bool sync_full, char *errbuf, 
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(st->db, SQL_DELETE, -1, SQLITE_PREPARE_PERSISTENT,
                                 &st->del, NULL);
-    if (rc != SQLITE_OK)
-        goto out;
-
-    /* The write connection belongs to the writer thread from here on. */
-    if (uv_thread_create(&st->writer, writer_main, st) != 0) {
-        snprintf(errbuf, errlen, "sqlite: cannot start the writer thread");
-        rc = SQLITE_ERROR;
-        goto out;
-    }
+    /* From here on the write connection belongs to the writer thread,
+     * started by writer_start_locked. */
 out:
     sqlite3_finalize(stmt);
     if (rc != SQLITE_OK) {

@@ -67,9 +67,9 @@ check "same inputs, same oci-archive bytes" cmp -s "$tmp/a/hookd-image.oci.tar" 
 check "same inputs, same docker-archive bytes" cmp -s "$tmp/a/hookd-image.docker.tar" "$tmp/b/hookd-image.docker.tar"
 
 # ---- the layer: exactly this, for Debian 12 on amd64 ----
+# (libuv, SQLite and jansson are linked in: meson's deps_link=static.)
 base=(data/ etc/ etc/group etc/passwd hookd lib/ lib/x86_64-linux-gnu/
-      lib/x86_64-linux-gnu/libc.so.6 lib/x86_64-linux-gnu/libjansson.so.4 lib/x86_64-linux-gnu/libm.so.6
-      lib/x86_64-linux-gnu/libsqlite3.so.0 lib/x86_64-linux-gnu/libuv.so.1
+      lib/x86_64-linux-gnu/libc.so.6 lib/x86_64-linux-gnu/libm.so.6
       lib64/ lib64/ld-linux-x86-64.so.2)
 # libcrypto for HOOKD_WEBHOOK_SECRET; libpq and what it links for DATABASE_URL
 # (OpenSSL, Kerberos, OpenLDAP and, through it, GnuTLS); the CA bundle.

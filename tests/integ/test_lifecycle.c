@@ -140,6 +140,45 @@ Test(lifecycle, unusable_database_path_fails_fast)
     free(err);
 }
 
+/* A start that fails on a value holding quotes still logs one line of
+ * valid JSON that carries the value intact. */
+Test(lifecycle, start_failure_line_is_json)
+{
+    static const char *const cases[][2] = {
+        {"HOOKD_HOST=no\"such\"host.invalid", "no\"such\"host.invalid"},
+        {"HOOKD_SQLITE_PATH=/proc/hookd-\"no\"-dir/x.db", "/proc/hookd-\"no\"-dir/x.db"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (i == 1 && hk_store_is_pg())
+            continue;
+        const char *env[] = {cases[i][0], NULL};
+        char *out, *err;
+        int st = hk_run(env, NULL, 5000, &out, &err);
+        cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0, "%s: status 0x%x", cases[i][0], st);
+        cr_assert_eq(count_lines(err), 1, "%s: expected one line on stderr, got:\n%s", cases[i][0], err);
+        json_error_t e;
+        json_t *j = json_loads(err, 0, &e);
+        cr_assert(j != NULL, "%s: not JSON (%s): %s", cases[i][0], e.text, err);
+        const char *level = json_string_value(json_object_get(j, "level"));
+        cr_assert(level && strcmp(level, "error") == 0, "%s: %s", cases[i][0], err);
+        cr_assert(strstr(err, "\\\"no") || strstr(err, "no\\\""), "%s: value not escaped: %s", cases[i][0], err);
+        char *dump = json_dumps(j, 0);
+        int found = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+        {
+            if (json_is_string(v) && strstr(json_string_value(v), cases[i][1]))
+                found = 1;
+        }
+        cr_assert(found, "%s: no field carries the value: %s", cases[i][0], dump);
+        free(dump);
+        json_decref(j);
+        free(out);
+        free(err);
+    }
+}
+
 /* ---- the ready line and logs ---- */
 
 Test(lifecycle, ready_line_format)

@@ -21,10 +21,8 @@ static void oom(size_t want)
     abort();
 }
 
-char *hk_buf_reserve(struct hk_buf *b, size_t extra)
+char *hk_buf_grow(struct hk_buf *b, size_t extra)
 {
-    /* Also allocate when p is NULL, so the returned pointer is always valid
-     * (NULL + 0 is undefined behaviour, and callers write through it). */
     if (b->p != NULL && b->cap - b->len >= extra)
         return b->p + b->len;
     if (extra > SIZE_MAX - b->len)
@@ -41,23 +39,9 @@ char *hk_buf_reserve(struct hk_buf *b, size_t extra)
     return b->p + b->len;
 }
 
-void hk_buf_put(struct hk_buf *b, const void *p, size_t n)
-{
-    if (n == 0)
-        return;
-    memcpy(hk_buf_reserve(b, n), p, n);
-    b->len += n;
-}
-
 void hk_buf_puts(struct hk_buf *b, const char *s)
 {
     hk_buf_put(b, s, strlen(s));
-}
-
-void hk_buf_putc(struct hk_buf *b, char c)
-{
-    *hk_buf_reserve(b, 1) = c;
-    b->len++;
 }
 
 static const char digit_pairs[201] =
@@ -231,13 +215,18 @@ void hk_buf_put_json_str(struct hk_buf *b, const char *str, size_t n)
                 elen = 6;
             }
         }
-        hk_buf_put(b, s + start, i - start);
-        hk_buf_put(b, esc, elen);
+        /* Room for this run, the escape, the rest unescaped and the quote. */
+        char *o = hk_buf_reserve(b, (i - start) + elen + (n - i) + 1);
+        memcpy(o, s + start, i - start);
+        memcpy(o + (i - start), esc, elen);
+        b->len += (i - start) + elen;
         i += consumed;
         start = i;
     }
-    hk_buf_put(b, s + start, n - start);
-    hk_buf_putc(b, '"');
+    char *o = hk_buf_reserve(b, (n - start) + 1);
+    memcpy(o, s + start, n - start);
+    o[n - start] = '"';
+    b->len += (n - start) + 1;
 }
 
 static char *put2(char *p, unsigned v)
@@ -257,12 +246,29 @@ void hk_buf_put_iso_us(struct hk_buf *b, int64_t unix_us)
         us += 1000000;
         sec--;
     }
-    time_t t = (time_t)sec;
-    struct tm tm;
-    /* Cannot fail: int64 microseconds span about ±292,000 years, well within
-     * what a 64-bit time_t and an int tm_year hold. */
-    if (gmtime_r(&t, &tm) == NULL)
-        abort();
+    /* The calendar by arithmetic (days to civil date in the proleptic
+     * Gregorian calendar, after Howard Hinnant's algorithm): gmtime_r takes
+     * glibc's timezone lock for every row of a list. int64 microseconds span
+     * about ±292,000 years, well inside int64 days. */
+    int64_t days = sec / 86400, rem = sec % 86400;
+    if (rem < 0) {
+        rem += 86400;
+        days--;
+    }
+    struct tm tm = {0};
+    tm.tm_hour = (int)(rem / 3600);
+    tm.tm_min = (int)(rem / 60 % 60);
+    tm.tm_sec = (int)(rem % 60);
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;                                      /* [0, 146096] */
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
+    int64_t mp = (5 * doy + 2) / 153;                                    /* [0, 11], from March */
+    tm.tm_mday = (int)(doy - (153 * mp + 2) / 5 + 1);
+    tm.tm_mon = (int)(mp < 10 ? mp + 2 : mp - 10);
+    int64_t y = yoe + era * 400 + (mp >= 10);
+    tm.tm_year = (int)(y - 1900);
 
     /* Years outside 0000..9999 are not RFC 3339; write them the way
      * java.time.Instant does ("+10000-...", "-0001-...") rather than lie. */

@@ -16,11 +16,35 @@ struct hk_buf {
 
 #define HK_BUF_INIT {NULL, 0, 0}
 
-/* Ensure room for `extra` more bytes; aborts on OOM. Returns b->p + b->len. */
-char *hk_buf_reserve(struct hk_buf *b, size_t extra);
-void hk_buf_put(struct hk_buf *b, const void *p, size_t n);
+/* The slow path of hk_buf_reserve: grow. */
+char *hk_buf_grow(struct hk_buf *b, size_t extra);
+
+/* Ensure room for `extra` more bytes; aborts on OOM. Returns b->p + b->len.
+ * Inline: responses are built from many small appends. */
+static inline char *hk_buf_reserve(struct hk_buf *b, size_t extra)
+{
+    /* Also grow when p is NULL, so the returned pointer is always valid
+     * (NULL + 0 is undefined behaviour, and callers write through it). */
+    if (b->p != NULL && b->cap - b->len >= extra)
+        return b->p + b->len;
+    return hk_buf_grow(b, extra);
+}
+
+static inline void hk_buf_put(struct hk_buf *b, const void *p, size_t n)
+{
+    if (n == 0)
+        return;
+    __builtin_memcpy(hk_buf_reserve(b, n), p, n);
+    b->len += n;
+}
+
+static inline void hk_buf_putc(struct hk_buf *b, char c)
+{
+    *hk_buf_reserve(b, 1) = c;
+    b->len++;
+}
+
 void hk_buf_puts(struct hk_buf *b, const char *s);
-void hk_buf_putc(struct hk_buf *b, char c);
 void hk_buf_put_u64(struct hk_buf *b, uint64_t v);
 void hk_buf_put_i64(struct hk_buf *b, int64_t v);
 void hk_buf_printf(struct hk_buf *b, const char *fmt, ...)

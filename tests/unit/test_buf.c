@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/buf.h"
 
@@ -463,6 +464,32 @@ Test(iso, year_range_edges)
     iso_is(INT64_C(-93692592000000000), "-0999-01-01T00:00:00.000000Z");
     iso_is(INT64_MAX, "+294247-01-10T04:00:54.775807Z");
     iso_is(INT64_MIN, "-290308-12-21T19:59:05.224192Z");
+}
+
+/* The arithmetic calendar agrees with gmtime_r across the years 0000..9999,
+ * every day boundary included. */
+Test(iso, agrees_with_gmtime)
+{
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        int64_t lo = INT64_C(-62167219200), span = INT64_C(253402300799) - lo;
+        int64_t sec = lo + (int64_t)(x % (uint64_t)span);
+        if (i % 4 == 0)
+            sec -= sec % 86400; /* midnight */
+        int64_t us = sec * 1000000 + (int64_t)((x >> 40) % 1000000);
+        time_t t = (time_t)sec;
+        struct tm tm;
+        cr_assert(gmtime_r(&t, &tm));
+        char want[96];
+        snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((x >> 40) % 1000000));
+        struct hk_buf b = HK_BUF_INIT;
+        hk_buf_put_iso_us(&b, us);
+        cr_assert(b.len == strlen(want) && memcmp(b.p, want, b.len) == 0, "%lld: got %.*s, want %s",
+                  (long long)us, (int)b.len, b.p, want);
+        hk_buf_free(&b);
+    }
 }
 
 Test(iso, is_27_bytes)

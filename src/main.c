@@ -111,7 +111,10 @@ static void log_failure(const char *msg, const char *const *fields)
 /* The PostgreSQL store; on failure, one log line (password redacted). */
 static struct hk_store *open_pg(const struct hk_config *cfg, char *err, size_t errlen)
 {
-    struct hk_pg_config pc = {cfg->database_url, cfg->db_pool, cfg->db_queue, cfg->db_timeout_ms};
+    /* hk_server_start runs at least one loop per inherited socket. */
+    int loops = cfg->threads > cfg->n_listen_fds ? cfg->threads : cfg->n_listen_fds;
+    struct hk_pg_config pc = {cfg->database_url, cfg->db_pool, cfg->db_queue, cfg->db_timeout_ms,
+                              (unsigned)loops};
     struct hk_store *store = hk_pg_open(&pc, err, errlen);
     if (store)
         return store;

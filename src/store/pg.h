@@ -14,13 +14,16 @@ struct hk_pg_config {
     unsigned pool;             /* connections per event loop, >= 1 */
     unsigned queue_max;        /* ops waiting for the database per loop before HK_EBUSY */
     uint64_t timeout_ms;       /* per op, from submit to its answer */
+    unsigned loops;            /* event loops that will attach (0: 1) */
 };
 
-/* Load libpq, check the connection string, create or migrate the schema on
- * one short-lived connection (under an advisory lock, so replicas may start
- * together), and return the store. The pool connections are made by each
- * loop_attach, in parallel, before it returns. On failure returns NULL with a
- * one-line reason, password redacted, in errbuf. */
+/* Load libpq, check the connection string, start one connection per loop,
+ * all at once, and return as soon as the first one is up and has checked
+ * the schema (creating or migrating it under an advisory lock, so replicas
+ * may start together). That connection's session setup is already on its
+ * way; each loop_attach adopts one of these connections, returns once it is
+ * ready, and then connects the rest of its pool. On failure returns NULL
+ * with a one-line reason, password redacted, in errbuf. */
 struct hk_store *hk_pg_open(const struct hk_pg_config *cfg, char *errbuf, size_t errlen);
 
 /* Copy `url` into out (always NUL-terminated, truncated to outlen) with every

@@ -24,6 +24,7 @@
     X(int, PQsetnonblocking, (PGconn *conn, int arg))                                            \
     X(int, PQenterPipelineMode, (PGconn *conn))                                                  \
     X(int, PQpipelineSync, (PGconn *conn))                                                       \
+    X(int, PQsendFlushRequest, (PGconn *conn))                                                   \
     X(int, PQsendPrepare,                                                                        \
       (PGconn *conn, const char *stmtName, const char *query, int nParams,                       \
        const Oid *paramTypes))                                                                   \

@@ -1,0 +1,14 @@
+set terminal svg size 960,540 dynamic noenhanced font 'sans,11' background '#ffffff'
+set output '/work/main/metrics/2026-11-29T23-42-49Z/memory.svg'
+set title 'memory: 1 s after ready, and peak after load (MB)'
+set grid ytics
+set key top left
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set xtics rotate by -20 noenhanced
+set key outside top center horizontal noenhanced
+set ylabel 'MB'
+set yrange [0:*]
+plot '/work/main/metrics/2026-11-29T23-42-49Z/memory.dat' using 2:xtic(1) title "RSS", '/work/main/metrics/2026-11-29T23-42-49Z/memory.dat' using 3 title "PSS", '/work/main/metrics/2026-11-29T23-42-49Z/memory.dat' using 4 title "USS", '/work/main/metrics/2026-11-29T23-42-49Z/memory.dat' using 5 title "peak RSS (VmHWM) after load"

@@ -1,0 +1,11 @@
+set terminal svg size 960,540 dynamic noenhanced font 'sans,11' background '#ffffff'
+set output '/work/main/metrics/2026-11-29T23-42-49Z/throughput.svg'
+set title 'throughput vs connections (req/s)'
+set grid ytics
+set key top left
+set xlabel 'connections'
+set ylabel 'req/s'
+set logscale y
+set key outside right noenhanced
+set offsets graph 0.05, graph 0.05, 0, 0
+plot '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 0 using 1:2 with points pt 7 ps 1.5 title "nginx live", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 1 using 1:2 with linespoints title "hookd-release-sqlite paged", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 2 using 1:2 with linespoints title "hookd-release-sqlite reference", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 3 using 1:2 with points pt 7 ps 1.5 title "hookd-release-sqlite live", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 4 using 1:2 with linespoints title "hookd-release-postgres paged", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 5 using 1:2 with linespoints title "hookd-release-postgres reference", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 6 using 1:2 with points pt 7 ps 1.5 title "hookd-release-postgres live", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 7 using 1:2 with linespoints title "hookd-release-lto-pgo-sqlite paged", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 8 using 1:2 with points pt 7 ps 1.5 title "hookd-release-lto-pgo-sqlite live", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 9 using 1:2 with linespoints title "hookd-release-lto-pgo-postgres paged", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 10 using 1:2 with points pt 7 ps 1.5 title "hookd-release-lto-pgo-postgres live", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 11 using 1:2 with linespoints title "hookd-static-sqlite paged", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 12 using 1:2 with points pt 7 ps 1.5 title "hookd-static-sqlite live", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 13 using 1:2 with linespoints title "hookd-static-postgres paged", '/work/main/metrics/2026-11-29T23-42-49Z/throughput.dat' index 14 using 1:2 with points pt 7 ps 1.5 title "hookd-static-postgres live"

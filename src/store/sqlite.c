@@ -481,14 +481,7 @@ static void on_warm(uv_timer_t *t)
 static void do_get(struct sq_loop *sl, struct hk_store_op *op)
 {
     sqlite3_stmt *stmt = NULL;
-    int rc = reader_open(sl);
-    if (rc != SQLITE_OK) {
-        op->status = HK_EUNAVAIL;
-        op->more = false;
-        op->on_done(op);
-        return;
-    }
-    rc = stmt_acquire(sl, sl->get, SQL_GET, &stmt);
+    int rc = stmt_acquire(sl, sl->get, SQL_GET, &stmt);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(stmt, 1, op->id);
     if (rc == SQLITE_OK)
@@ -518,21 +511,13 @@ static void list_batch(struct sq_loop *sl, struct hk_store_op *op)
 {
     const struct hk_list_query *q = &op->list;
     unsigned variant = (q->source != NULL ? 1u : 0u) | (q->event_type != NULL ? 2u : 0u);
-    sqlite3_stmt *cached;
+    sqlite3_stmt *cached = sl->list[variant];
     sqlite3_stmt *stmt = NULL;
     uint32_t n = 0;
     int64_t last = 0;
     bool more = false;
 
-    int rc = reader_open(sl);
-    if (rc != SQLITE_OK) {
-        op->status = HK_EUNAVAIL;
-        op->more = false;
-        op->on_done(op);
-        return;
-    }
-    cached = sl->list[variant];
-    rc = stmt_acquire(sl, cached, list_sql[variant], &stmt);
+    int rc = stmt_acquire(sl, cached, list_sql[variant], &stmt);
     if (rc == SQLITE_OK && q->source != NULL)
         rc = bind_str(stmt, 1, q->source, q->source_len);
     if (rc == SQLITE_OK && q->event_type != NULL)
@@ -584,10 +569,16 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
     op->replayed = false;
     switch (op->kind) {
     case HK_OP_GET:
-        do_get(sl, op);
-        return 0;
     case HK_OP_LIST:
-        list_batch(sl, op);
+        /* A stream's later batches (sq_list_next) find the reader open. */
+        if (reader_open(sl) != SQLITE_OK) {
+            op->status = HK_EUNAVAIL;
+            op->on_done(op);
+        } else if (op->kind == HK_OP_GET) {
+            do_get(sl, op);
+        } else {
+            list_batch(sl, op);
+        }
         return 0;
     case HK_OP_INSERT:
         /* received_us is when the request was accepted, not when the writer

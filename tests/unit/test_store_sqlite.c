@@ -444,6 +444,32 @@ Test(store_sqlite, delete_then_not_found)
     rm_dir(&c);
 }
 
+/* A loop's read connection opens on the first read: a failure there is a
+ * 503 for that read, and the next read tries again. */
+Test(store_sqlite, read_connection_opens_on_first_read_and_retries)
+{
+    struct ctx c;
+    struct got g = {0};
+    char moved[160];
+    ctx_init(&c);
+    ctx_open(&c, false);
+    snprintf(moved, sizeof moved, "%s.moved", c.path);
+    cr_assert_eq(rename(c.path, moved), 0);
+    cr_assert_eq(get(&c, 1, &g), HK_EUNAVAIL);
+    cr_assert_eq(g.dones, 1);
+    cr_assert_eq(g.rows, 0);
+    got_free(&g);
+    cr_assert_eq(rename(moved, c.path), 0);
+    cr_assert_eq(get(&c, 1, &g), HK_ENOTFOUND);
+    got_free(&g);
+    int64_t id = insert(&c, "s", "e", "{}");
+    cr_assert_eq(get(&c, id, &g), 0);
+    cr_assert_eq(g.rows, 1);
+    got_free(&g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
 Test(store_sqlite, reads_run_inside_submit)
 {
     struct ctx c;

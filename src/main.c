@@ -42,6 +42,16 @@ static uint64_t idle_after_ms, idle_since_ms;
 static unsigned long idle_accepted;
 static uv_signal_t *signals[2];
 
+/* Block SIGTERM and SIGINT on the calling thread; *old gets the mask before. */
+static void block_stop_signals(sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
 static void begin_stop(void)
 {
     /* Closing the handles restores the default action, and a second SIGTERM
@@ -50,11 +60,8 @@ static void begin_stop(void)
      * is ignored. The other threads keep them blocked from their start.
      * SIGINT keeps its default, so a second Ctrl-C still ends an
      * interactive run at once. */
-    sigset_t stop_signals, old;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, &old);
+    sigset_t old;
+    block_stop_signals(&old);
     for (int i = 0; i < 2; i++)
         if (signals[i] && !uv_is_closing((uv_handle_t *)signals[i]))
             uv_close((uv_handle_t *)signals[i], NULL);
@@ -151,11 +158,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     /* SIGTERM/SIGINT wait until the loop can take them; the threads started
      * meanwhile inherit the mask, so the main thread gets them. */
-    sigset_t stop_signals, old_mask;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+    sigset_t old_mask;
+    block_stop_signals(&old_mask);
     if (cfg.webhook_secret && hk_hmac_init(err, sizeof err) < 0) {
         fprintf(stderr, "hookd: %s\n", err);
         rc = 2;

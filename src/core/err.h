@@ -13,6 +13,9 @@ enum {
     HK_EINVAL = -10005,      /* bad argument */
     HK_ECONFLICT = -10006,   /* idempotency key reused with a different body: 409 */
     HK_ESTORE = -10007,      /* store failed in an unexpected way: 500 */
+    HK_EFULL = -10008,       /* the store's disk is full: 507 + Retry-After */
+    HK_ELOCKED = -10009,     /* the database is locked by someone else: 503 + Retry-After */
+    HK_EIO = -10010,         /* the store's disk failed an I/O: 503 + Retry-After */
 };
 
 #endif

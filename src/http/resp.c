@@ -3,6 +3,8 @@
  * response must carry (Date, length or chunked, Connection) live in one place. */
 #include "http/resp.h"
 
+#include <assert.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +34,8 @@ const char *hk_status_reason(int status)
     case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    case 507: return "Insufficient Storage";
     default: return "Unknown";
     }
 }
@@ -95,17 +99,31 @@ void hk_resp_send(struct hk_req *r, int status, const char *content_type)
     hk_session_finish(s);
 }
 
-void hk_resp_problem(struct hk_req *r, int status, const char *title, const char *detail_fmt, ...)
+/* Reasons are tokens clients compare: lowercase letters, digits and '_'.
+ * (Only asserted, hence unused under NDEBUG.) */
+__attribute__((unused)) static bool reason_ok(const char *reason)
+{
+    if (*reason == '\0')
+        return false;
+    for (const char *p = reason; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return false;
+    return true;
+}
+
+/* The one problem+json writer. `reason` NULL: no "reason" member. `code`
+ * nonzero goes into the log line only, never into the body. */
+__attribute__((format(printf, 6, 0)))
+static void problem(struct hk_req *r, int status, const char *title, const char *reason, int code,
+                    const char *detail_fmt, va_list ap)
 {
     char detail[512];
-    va_list ap;
-    va_start(ap, detail_fmt);
     int n = vsnprintf(detail, sizeof detail, detail_fmt, ap);
-    va_end(ap);
     if (n < 0)
         n = 0;
     if ((size_t)n >= sizeof detail)
         n = sizeof detail - 1;
+    assert(reason == NULL || reason_ok(reason));
     struct hk_buf *b = hk_resp_body(r);
     b->len = 0;
     hk_buf_puts(b, "{\"type\":\"about:blank\",\"title\":");
@@ -115,6 +133,11 @@ void hk_resp_problem(struct hk_req *r, int status, const char *title, const char
     hk_buf_put_u64(b, (uint64_t)status);
     hk_buf_puts(b, ",\"detail\":");
     hk_buf_put_json_str(b, detail, (size_t)n);
+    if (reason) {
+        hk_buf_puts(b, ",\"reason\":\"");
+        hk_buf_puts(b, reason);
+        hk_buf_putc(b, '"');
+    }
     hk_resp_put_instance(r, b);
     hk_buf_putc(b, '}');
     /* A 500 is a bug or a broken store: worth a line. Other 5xx (overload,
@@ -123,10 +146,46 @@ void hk_resp_problem(struct hk_req *r, int status, const char *title, const char
     if (status >= 500 && hk_log_enabled(lvl)) {
         struct hk_buf d = HK_BUF_INIT;
         hk_buf_put_json_str(&d, detail, (size_t)n);
+        if (reason)
+            hk_buf_printf(&d, ",\"reason\":\"%s\"", reason);
+        if (code)
+            hk_buf_printf(&d, ",\"code\":%d", code);
         hk_log_req(lvl, r->req_id, "request failed", "\"status\":%d,\"detail\":%.*s", status, (int)d.len, d.p);
         hk_buf_free(&d);
     }
     hk_resp_send(r, status, HK_CT_PROBLEM);
+}
+
+void hk_resp_problem(struct hk_req *r, int status, const char *title, const char *detail_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, detail_fmt);
+    problem(r, status, title, NULL, 0, detail_fmt, ap);
+    va_end(ap);
+}
+
+void hk_resp_unavailable(struct hk_req *r, int status, const char *reason, unsigned retry_after_s,
+                         const char *detail_fmt, ...)
+{
+    char v[16];
+    int n = snprintf(v, sizeof v, "%u", retry_after_s);
+    hk_resp_header(r, "Retry-After", v, (size_t)n);
+    va_list ap;
+    va_start(ap, detail_fmt);
+    problem(r, status, NULL, reason, 0, detail_fmt, ap);
+    va_end(ap);
+}
+
+/* An unexpected store code: a bug, or a store failing in a way nobody
+ * mapped. The code is for the log; clients get a stable reason. */
+static void internal_error(struct hk_req *r, int code, const char *detail_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void internal_error(struct hk_req *r, int code, const char *detail_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, detail_fmt);
+    problem(r, 500, NULL, "internal_error", code, detail_fmt, ap);
+    va_end(ap);
 }
 
 void hk_resp_put_instance(struct hk_req *r, struct hk_buf *b)
@@ -145,23 +204,36 @@ void hk_resp_store_error(struct hk_req *r, int err)
     case HK_ENOTFOUND:
         hk_resp_problem(r, 404, NULL, "webhook not found");
         return;
-    case HK_EBUSY:
-        hk_resp_header(r, "Retry-After", "1", 1);
-        hk_resp_problem(r, 503, NULL, "the store's queue is full, retry later");
-        return;
-    case HK_EUNAVAIL:
-        hk_resp_header(r, "Retry-After", "1", 1);
-        hk_resp_problem(r, 503, NULL, "the store is unavailable");
-        return;
-    case HK_ETIMEDOUT:
-        hk_resp_header(r, "Retry-After", "1", 1);
-        hk_resp_problem(r, 503, NULL, "the store did not answer in time");
-        return;
     case HK_ECONFLICT:
         hk_resp_problem(r, 409, NULL, "idempotency key already used with a different request");
         return;
+    case HK_EINVAL:
+        /* The store refused a value (a backend's own check, or a data
+         * error from the database): the request's fault. */
+        hk_resp_problem(r, 400, NULL, "the store refused a value: text must be UTF-8 without NUL bytes");
+        return;
+    case HK_EFULL:
+        /* Space comes back when someone frees it: not within a second. */
+        hk_resp_unavailable(r, 507, "disk_full", 30, "the store's disk is full, retry later");
+        return;
+    case HK_ELOCKED:
+        hk_resp_unavailable(r, 503, "database_locked", 1,
+                            "the database is locked by another process, retry later");
+        return;
+    case HK_EIO:
+        hk_resp_unavailable(r, 503, "io_error", 5, "the store's disk failed, retry later");
+        return;
+    case HK_EUNAVAIL:
+        hk_resp_unavailable(r, 503, "store_unavailable", 1, "the store is unavailable");
+        return;
+    case HK_EBUSY:
+        hk_resp_unavailable(r, 503, "queue_full", 1, "the store's queue is full, retry later");
+        return;
+    case HK_ETIMEDOUT:
+        hk_resp_unavailable(r, 503, "store_timeout", 1, "the store did not answer in time");
+        return;
     default:
-        hk_resp_problem(r, 500, NULL, "the store failed (code %d)", err);
+        internal_error(r, err, "the store failed unexpectedly");
         return;
     }
 }

@@ -30,7 +30,20 @@ void hk_resp_problem(struct hk_req *r, int status, const char *title, const char
 /* Append ,"instance":"urn:request:<request id>" to a problem+json body
  * under construction (for handlers that build their own problem). */
 void hk_resp_put_instance(struct hk_req *r, struct hk_buf *b);
-/* Map a store error (HK_E*) to its status and problem; ends the request. */
+/* A temporary, environmental failure (overload, a full disk, a store that is
+ * down): `status` (503, or 507 for a full disk) with `Retry-After:
+ * <retry_after_s>` and a problem whose extra member "reason" is `reason`, a
+ * stable snake_case token clients may branch on ("disk_full",
+ * "database_locked", ...); the detail is for people. Logged at debug level
+ * only: such failures come in floods and are counted in /q/metrics. Ends
+ * the request. */
+void hk_resp_unavailable(struct hk_req *r, int status, const char *reason, unsigned retry_after_s,
+                         const char *detail_fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Map a store error (HK_E*) to its status and problem, once for every
+ * handler: 404, 409, 503/507 with a reason and Retry-After (see
+ * hk_resp_unavailable), or for an unexpected code a 500 with reason
+ * "internal_error", which logs a warn line with the code (the body never
+ * shows it). Ends the request. */
 void hk_resp_store_error(struct hk_req *r, int err);
 
 /* Chunked streaming: begin writes the headers; each chunk sends what is in

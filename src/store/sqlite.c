@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include <sqlite3.h>
 #include <uv.h>
@@ -26,6 +27,8 @@
 #define HK_SQLITE_LOOKASIDE_SZ 256     /* lookaside slot size, bytes */
 #define HK_SQLITE_LOOKASIDE_N 64       /* lookaside slots per connection */
 #define HK_SQLITE_WARM_MS 10           /* a loop's read connection opens by then */
+#define HK_SQLITE_PROBE_MS 1000        /* while writes fail, an idle writer tries one this often */
+#define HK_SQLITE_FULL_ROOM (1u << 20) /* free bytes that end a full-disk spell */
 
 /* Schema migrations; entry i takes the database from version i to i + 1.
  * Never edit an entry once released: append a new one. */
@@ -51,6 +54,10 @@ static const char *const migrations[] = {
 #define SQL_IDEM "SELECT " COLS " FROM webhooks WHERE source = ?1 AND idem_key = ?2"
 #define SQL_DELETE "DELETE FROM webhooks WHERE id = ?1"
 #define SQL_GET "SELECT " COLS " FROM webhooks WHERE id = ?1"
+/* The probe's write: a row no reader counts (versions start at 1, readers
+ * take the maximum), inserted and deleted again in one transaction. */
+#define SQL_PROBE_INS "INSERT INTO schema_version(version) VALUES(0)"
+#define SQL_PROBE_DEL "DELETE FROM schema_version WHERE version = 0"
 
 /* One list statement per filter combination, so each can use its index:
  * bit 0 = source, bit 1 = event_type. ?3 is the keyset bound, ?4 the limit. */
@@ -69,12 +76,19 @@ struct sq_loop;
 struct sq_store {
     struct hk_store base;
     char *path;
+    char *dir;                      /* the database's directory, for statvfs */
     sqlite3 *db;                    /* the write connection; writer thread only */
-    sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del;
+    sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del, *probe_ins, *probe_del;
     uv_thread_t writer;
     bool writer_started;            /* guarded by mu */
     int busy_ms;
-    atomic_int health;              /* 0 or HK_EUNAVAIL, set by the writer */
+    atomic_int health;              /* 0, or HK_EUNAVAIL while `spell` lasts */
+    atomic_int read_spell;          /* 0, or the code the failing reads get */
+
+    /* The writer's failure spell; writer thread only. */
+    int spell;                      /* 0, or the code the failing writes get */
+    uint64_t spell_start_ns;
+    uint64_t spell_failed;          /* writes failed since the spell began */
 
     uv_mutex_t mu;                  /* guards everything below */
     uv_cond_t cv;
@@ -156,6 +170,48 @@ static void log_sqlite(const char *msg, int rc)
     /* sqlite3_errstr() strings are fixed English text without quotes, safe to
      * put in a JSON field as they are; sqlite3_errmsg() may quote names. */
     hk_error(msg, "\"rc\":%d,\"err\":\"%s\"", rc, sqlite3_errstr(rc));
+}
+
+/* SQLite's result codes as the store's, for reads and writes alike. The
+ * environmental failures that pass by themselves (a full disk, another
+ * process holding the lock, a disk or file system that failed) get codes of
+ * their own, answered 507/503 with Retry-After; anything else is unexpected. */
+static int store_err(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_FULL:
+        return HK_EFULL;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_PROTOCOL:   /* lost the race for a WAL lock too many times */
+        return HK_ELOCKED;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:   /* a -wal or -shm file that cannot be opened again */
+    case SQLITE_READONLY:   /* a file system remounted read-only, a file moved away */
+        return HK_EIO;
+    default:
+        return HK_ESTORE;
+    }
+}
+
+/* The stable token a spell is logged with (resp.c answers with the same). */
+static const char *err_reason(int code)
+{
+    switch (code) {
+    case HK_EFULL: return "disk_full";
+    case HK_ELOCKED: return "database_locked";
+    case HK_EIO: return "io_error";
+    default: return "internal_error";
+    }
+}
+
+/* One line when a spell of failures begins or changes its cause, never one
+ * per request: warn for the environmental ones, error for the rest. */
+static void log_spell(const char *msg, int code, int rc)
+{
+    hk_log(code == HK_ESTORE ? HK_LOG_ERROR : HK_LOG_WARN, msg,
+           "\"reason\":\"%s\",\"rc\":%d,\"err\":\"%s\"", err_reason(code), rc,
+           sqlite3_errstr(rc));
 }
 
 /* ---- writer thread ---------------------------------------------------- */
@@ -259,9 +315,74 @@ static int run_delete(struct sq_store *st, struct hk_store_op *op)
     return rc;
 }
 
-/* Execute a batch in one transaction. On any batch-level failure, nothing of
- * the batch is stored and every op reports HK_ESTORE. */
-static void run_batch(struct sq_store *st, struct hk_store_op *batch)
+/* Is there room on the database's file system to end a full-disk spell?
+ * When statvfs cannot tell, the write that just worked decides. */
+static bool disk_has_room(const struct sq_store *st)
+{
+    struct statvfs v;
+    if (statvfs(st->dir, &v) != 0)
+        return true;
+    return (uint64_t)v.f_bavail * v.f_frsize >= HK_SQLITE_FULL_ROOM;
+}
+
+/* Writes failed with `code` (SQLite's `rc`), `n` ops with them. The store is
+ * not ready (health says HK_EUNAVAIL) until a write commits again. */
+static void spell_fail(struct sq_store *st, int code, int rc, size_t n)
+{
+    if (code != st->spell) {
+        log_spell("sqlite writes failing, store not ready", code, rc);
+        if (st->spell == 0) {
+            st->spell_start_ns = hk_mono_ns();
+            st->spell_failed = 0;
+        }
+        st->spell = code;
+        atomic_store(&st->health, HK_EUNAVAIL);
+    }
+    st->spell_failed += n;
+}
+
+/* A write committed: the spell is over, except that a full disk needs room
+ * again. A small write can fit in WAL space that the failed batches had
+ * already claimed; ending the spell on that would flap with the next write. */
+static void spell_ok(struct sq_store *st)
+{
+    if (st->spell == 0 || (st->spell == HK_EFULL && !disk_has_room(st)))
+        return;
+    hk_info("sqlite writes recovered, store ready",
+            "\"reason\":\"%s\",\"seconds\":%.3f,\"failed_writes\":%" PRIu64,
+            err_reason(st->spell), (double)(hk_mono_ns() - st->spell_start_ns) / 1e9,
+            st->spell_failed);
+    st->spell = 0;
+    atomic_store(&st->health, 0);
+}
+
+/* While a spell lasts, writes may never come to end it: a store that is not
+ * ready gets no traffic. So the idle writer makes a write of its own every
+ * HK_SQLITE_PROBE_MS. It must commit, since only a commit meets a full or
+ * failing disk, and it must change nothing anyone reads. */
+static void probe(struct sq_store *st)
+{
+    if (st->spell == HK_EFULL && !disk_has_room(st))
+        return;
+    int rc = step_once(st->begin);
+    if (rc == SQLITE_DONE)
+        rc = step_once(st->probe_ins);
+    if (rc == SQLITE_DONE)
+        rc = step_once(st->probe_del);
+    if (rc == SQLITE_DONE)
+        rc = step_once(st->commit);
+    if (rc == SQLITE_DONE) {
+        spell_ok(st);
+        return;
+    }
+    if (!sqlite3_get_autocommit(st->db))
+        step_once(st->rollback);
+    spell_fail(st, store_err(rc), rc, 0);
+}
+
+/* Execute a batch of `n` ops in one transaction. On any batch-level failure,
+ * nothing of the batch is stored and every op reports the mapped error. */
+static void run_batch(struct sq_store *st, struct hk_store_op *batch, size_t n)
 {
     struct hk_store_op *op;
     int rc = step_once(st->begin);
@@ -275,13 +396,11 @@ static void run_batch(struct sq_store *st, struct hk_store_op *batch)
     rc = step_once(st->commit);
 out:
     if (rc == SQLITE_DONE) {
-        if (atomic_exchange(&st->health, 0) != 0)
-            hk_info("sqlite writes recovered", NULL);
+        spell_ok(st);
         return;
     }
-    /* Log the way in, not every failed batch of an outage. */
-    if (atomic_exchange(&st->health, HK_EUNAVAIL) == 0)
-        log_sqlite("sqlite writes failing, batch rolled back", rc);
+    int code = store_err(rc);
+    spell_fail(st, code, rc, n);
     if (!sqlite3_get_autocommit(st->db))
         step_once(st->rollback);
     for (op = batch; op != NULL; op = op->next) {
@@ -291,7 +410,7 @@ out:
             op->replayed = false;
             free(rb);
         }
-        op->status = HK_ESTORE;
+        op->status = code;
     }
 }
 
@@ -324,13 +443,22 @@ static void writer_main(void *arg)
 {
     struct sq_store *st = arg;
     for (;;) {
+        bool timed_out = false;
         uv_mutex_lock(&st->mu);
-        while (st->head == NULL && !st->stopping)
-            uv_cond_wait(&st->cv, &st->mu);
+        while (st->head == NULL && !st->stopping && !timed_out) {
+            if (st->spell == 0)
+                uv_cond_wait(&st->cv, &st->mu);
+            else
+                timed_out = uv_cond_timedwait(&st->cv, &st->mu,
+                                              HK_SQLITE_PROBE_MS * UINT64_C(1000000)) == UV_ETIMEDOUT;
+        }
         if (st->head == NULL) {
-            /* Stopping and the queue is drained. */
+            bool stopping = st->stopping;
             uv_mutex_unlock(&st->mu);
-            break;
+            if (stopping)
+                break;   /* and the queue is drained */
+            probe(st);
+            continue;
         }
         struct hk_store_op *batch = st->head, *last = st->head;
         size_t n = 1;
@@ -345,7 +473,7 @@ static void writer_main(void *arg)
         st->queued -= n;
         uv_mutex_unlock(&st->mu);
 
-        run_batch(st, batch);
+        run_batch(st, batch, n);
         complete_batch(batch);
     }
 }
@@ -432,6 +560,24 @@ static void stmt_release(sqlite3_stmt *stmt, sqlite3_stmt *cached)
     }
 }
 
+/* A read failed with SQLite's `rc`: returns the op's status. Reads fail
+ * and recover on every loop at once, so the spell is the store's, logged
+ * once; it leaves readiness to the writer, whose spell is about writes. */
+static int read_failed(struct sq_store *st, int rc)
+{
+    int code = store_err(rc);
+    if (atomic_exchange(&st->read_spell, code) != code)
+        log_spell("sqlite reads failing", code, rc);
+    return code;
+}
+
+static void read_ok(struct sq_store *st)
+{
+    if (atomic_load_explicit(&st->read_spell, memory_order_relaxed) != 0 &&
+        atomic_exchange(&st->read_spell, 0) != 0)
+        hk_info("sqlite reads recovered", NULL);
+}
+
 static void loop_free_db(struct sq_loop *sl)
 {
     sqlite3_finalize(sl->get);
@@ -455,6 +601,8 @@ static int reader_open(struct sq_loop *sl)
         return SQLITE_OK;
     int rc = sqlite3_open_v2(sl->st->path, &sl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
+        rc = sqlite3_extended_result_codes(sl->db, 1);
+    if (rc == SQLITE_OK)
         rc = sqlite3_busy_timeout(sl->db, sl->st->busy_ms);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(sl->db, SQL_GET, -1, SQLITE_PREPARE_PERSISTENT, &sl->get, NULL);
@@ -462,7 +610,7 @@ static int reader_open(struct sq_loop *sl)
         rc = sqlite3_prepare_v3(sl->db, list_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &sl->list[i], NULL);
     if (rc != SQLITE_OK) {
-        log_sqlite("sqlite read connection failed", rc);
+        (void)read_failed(sl->st, rc);
         loop_free_db(sl);
     }
     return rc;
@@ -489,14 +637,15 @@ static void do_get(struct sq_loop *sl, struct hk_store_op *op)
     if (rc == SQLITE_ROW) {
         struct hk_webhook row;
         row_from_stmt(stmt, &row);
+        read_ok(sl->st);
         op->status = 0;
         if (op->on_row != NULL)
             op->on_row(op, &row);
     } else if (rc == SQLITE_DONE) {
+        read_ok(sl->st);
         op->status = HK_ENOTFOUND;
     } else {
-        log_sqlite("sqlite get failed", rc);
-        op->status = HK_ESTORE;
+        op->status = read_failed(sl->st, rc);
     }
     if (stmt != NULL)
         stmt_release(stmt, sl->get);
@@ -547,9 +696,10 @@ out:
     if (stmt != NULL)
         stmt_release(stmt, cached);
     if (rc != SQLITE_DONE) {
-        log_sqlite("sqlite list failed", rc);
-        op->status = HK_ESTORE;
+        op->status = read_failed(sl->st, rc);
         more = false;
+    } else {
+        read_ok(sl->st);
     }
     if (more) {
         op->list.before = last;
@@ -714,12 +864,15 @@ static void store_free(struct sq_store *st)
     sqlite3_finalize(st->ins);
     sqlite3_finalize(st->idem);
     sqlite3_finalize(st->del);
+    sqlite3_finalize(st->probe_ins);
+    sqlite3_finalize(st->probe_del);
     int rc = sqlite3_close(st->db);
     if (rc != SQLITE_OK)
         log_sqlite("sqlite close failed", rc);
     uv_cond_destroy(&st->cv);
     uv_mutex_destroy(&st->mu);
     free(st->path);
+    free(st->dir);
     free(st);
 }
 
@@ -873,17 +1026,29 @@ struct hk_store *hk_sqlite_open(const char *path, bool sync_full, char *errbuf, 
 
     sqlite_memory_settings();
     st = calloc(1, sizeof *st);
-    if (st == NULL || (st->path = strdup(path)) == NULL)
+    if (st == NULL || (st->path = strdup(path)) == NULL || (st->dir = strdup(path)) == NULL)
         abort();
+    char *slash = strrchr(st->dir, '/');
+    if (slash == NULL)
+        strcpy(st->dir, ".");
+    else if (slash == st->dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
     st->base.vt = &sqlite_vt;
     st->queue_max = (size_t)queue_max;
     st->busy_ms = (int)busy_ms;
     atomic_init(&st->health, 0);
+    atomic_init(&st->read_spell, 0);
     if (uv_mutex_init(&st->mu) < 0 || uv_cond_init(&st->cv) < 0)
         abort();
 
     rc = sqlite3_open_v2(path, &st->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    /* Extended codes say which I/O failed in the logs; store_err() maps
+     * them by their primary code. */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_extended_result_codes(st->db, 1);
     if (rc == SQLITE_OK)
         rc = sqlite3_busy_timeout(st->db, st->busy_ms);
     if (rc != SQLITE_OK)
@@ -929,6 +1094,12 @@ struct hk_store *hk_sqlite_open(const char *path, bool sync_full, char *errbuf, 
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(st->db, SQL_DELETE, -1, SQLITE_PREPARE_PERSISTENT,
                                 &st->del, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(st->db, SQL_PROBE_INS, -1, SQLITE_PREPARE_PERSISTENT,
+                                &st->probe_ins, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(st->db, SQL_PROBE_DEL, -1, SQLITE_PREPARE_PERSISTENT,
+                                &st->probe_del, NULL);
     /* From here on the write connection belongs to the writer thread,
      * started by writer_start_locked. */
 out:

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * Unit tests for store/sqlite.c against a real database file in a fresh temp
  * directory and a real uv loop: schema, round trips, lists and streams, group
- * commit, idempotency, two loops at once, crash durability, queue limit, health. */
+ * commit, idempotency, two loops at once, crash durability, queue limit, health,
+ * and failure spells (a locked database, and a full or failing disk through a
+ * fault-injecting VFS). */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -1096,13 +1100,13 @@ Test(store_sqlite, health_fails_on_unwritable_and_recovers)
     sqlite3 *lock = hold_write_lock(c.path);
     op_insert(&op, &g, "s", "e", "{}", "k");
     run_op(&c, &op);
-    cr_assert_eq(g.status, HK_ESTORE);
+    cr_assert_eq(g.status, HK_ELOCKED);
     cr_assert_eq(g.rows, 0, "nothing is reported stored when the commit fails");
     cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL);
     got_free(&g);
     op_by_id(&op, &g, HK_OP_DELETE, 1);
     run_op(&c, &op);
-    cr_assert_eq(g.status, HK_ESTORE);
+    cr_assert_eq(g.status, HK_ELOCKED);
     got_free(&g);
     /* Reads keep working meanwhile. */
     cr_assert_eq(get(&c, 1, &g), HK_ENOTFOUND);
@@ -1117,5 +1121,392 @@ Test(store_sqlite, health_fails_on_unwritable_and_recovers)
     got_free(&g);
     ctx_close(&c);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 1);
+    rm_dir(&c);
+}
+
+/* ---- failure spells ----------------------------------------------------- */
+
+/* A VFS in front of the default one that fails reads or writes on demand
+ * with the SQLite code set here, so that a full or failing disk can be had
+ * without root. Registered as the default, so the store's connections (same
+ * SQLite, linked into this binary) go through it. Criterion runs each test
+ * in a process of its own: the registration ends with the test. */
+static atomic_int fail_write, fail_read;
+static sqlite3_vfs *real_vfs;
+static sqlite3_vfs shim_vfs;
+
+struct shim_file {
+    sqlite3_file base;
+    sqlite3_file *real;   /* right after this struct, szOsFile of real_vfs */
+};
+
+static sqlite3_file *real_of(sqlite3_file *f)
+{
+    return ((struct shim_file *)f)->real;
+}
+
+static int shim_close(sqlite3_file *f)
+{
+    return real_of(f)->pMethods->xClose(real_of(f));
+}
+
+static int shim_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
+{
+    int rc = atomic_load(&fail_read);
+    return rc ? rc : real_of(f)->pMethods->xRead(real_of(f), p, n, off);
+}
+
+static int shim_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
+{
+    int rc = atomic_load(&fail_write);
+    return rc ? rc : real_of(f)->pMethods->xWrite(real_of(f), p, n, off);
+}
+
+static int shim_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    return real_of(f)->pMethods->xTruncate(real_of(f), size);
+}
+
+static int shim_sync(sqlite3_file *f, int flags)
+{
+    return real_of(f)->pMethods->xSync(real_of(f), flags);
+}
+
+static int shim_file_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    return real_of(f)->pMethods->xFileSize(real_of(f), size);
+}
+
+static int shim_lock(sqlite3_file *f, int lock)
+{
+    return real_of(f)->pMethods->xLock(real_of(f), lock);
+}
+
+static int shim_unlock(sqlite3_file *f, int lock)
+{
+    return real_of(f)->pMethods->xUnlock(real_of(f), lock);
+}
+
+static int shim_check_lock(sqlite3_file *f, int *out)
+{
+    return real_of(f)->pMethods->xCheckReservedLock(real_of(f), out);
+}
+
+static int shim_file_control(sqlite3_file *f, int op, void *arg)
+{
+    return real_of(f)->pMethods->xFileControl(real_of(f), op, arg);
+}
+
+static int shim_sector_size(sqlite3_file *f)
+{
+    return real_of(f)->pMethods->xSectorSize(real_of(f));
+}
+
+static int shim_device(sqlite3_file *f)
+{
+    return real_of(f)->pMethods->xDeviceCharacteristics(real_of(f));
+}
+
+static int shim_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
+{
+    return real_of(f)->pMethods->xShmMap(real_of(f), pg, pgsz, extend, pp);
+}
+
+static int shim_shm_lock(sqlite3_file *f, int offset, int n, int flags)
+{
+    return real_of(f)->pMethods->xShmLock(real_of(f), offset, n, flags);
+}
+
+static void shim_shm_barrier(sqlite3_file *f)
+{
+    real_of(f)->pMethods->xShmBarrier(real_of(f));
+}
+
+static int shim_shm_unmap(sqlite3_file *f, int del)
+{
+    return real_of(f)->pMethods->xShmUnmap(real_of(f), del);
+}
+
+/* No memory-mapped reads: every read goes through shim_read. */
+static int shim_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
+{
+    (void)f;
+    (void)off;
+    (void)n;
+    *pp = NULL;
+    return SQLITE_OK;
+}
+
+static int shim_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+    (void)f;
+    (void)off;
+    (void)p;
+    return SQLITE_OK;
+}
+
+static const sqlite3_io_methods shim_io = {
+    .iVersion = 3,
+    .xClose = shim_close,
+    .xRead = shim_read,
+    .xWrite = shim_write,
+    .xTruncate = shim_truncate,
+    .xSync = shim_sync,
+    .xFileSize = shim_file_size,
+    .xLock = shim_lock,
+    .xUnlock = shim_unlock,
+    .xCheckReservedLock = shim_check_lock,
+    .xFileControl = shim_file_control,
+    .xSectorSize = shim_sector_size,
+    .xDeviceCharacteristics = shim_device,
+    .xShmMap = shim_shm_map,
+    .xShmLock = shim_shm_lock,
+    .xShmBarrier = shim_shm_barrier,
+    .xShmUnmap = shim_shm_unmap,
+    .xFetch = shim_fetch,
+    .xUnfetch = shim_unfetch,
+};
+
+static int shim_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
+{
+    (void)vfs;
+    struct shim_file *p = (struct shim_file *)f;
+    p->real = (sqlite3_file *)(p + 1);
+    int rc = real_vfs->xOpen(real_vfs, name, p->real, flags, out);
+    p->base.pMethods = p->real->pMethods != NULL ? &shim_io : NULL;
+    return rc;
+}
+
+static void shim_register(void)
+{
+    real_vfs = sqlite3_vfs_find(NULL);
+    cr_assert_not_null(real_vfs);
+    shim_vfs = *real_vfs;
+    shim_vfs.zName = "hk-fault";
+    shim_vfs.szOsFile = (int)sizeof(struct shim_file) + real_vfs->szOsFile;
+    shim_vfs.xOpen = shim_open;
+    shim_vfs.pNext = NULL;
+    cr_assert_eq(sqlite3_vfs_register(&shim_vfs, 1), SQLITE_OK);
+}
+
+/* The store's log lines (stderr) go to a file for the length of a test. */
+struct capture {
+    int saved;
+    char path[160];
+};
+
+static void capture_start(struct capture *cap, const struct ctx *c)
+{
+    snprintf(cap->path, sizeof cap->path, "%s/stderr.log", c->dir);
+    int fd = open(cap->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    cr_assert_geq(fd, 0);
+    cap->saved = dup(2);
+    cr_assert_geq(cap->saved, 0);
+    cr_assert_eq(dup2(fd, 2), 2);
+    close(fd);
+}
+
+/* Restore stderr; returns what was logged (caller frees) and removes the file. */
+static char *capture_end(struct capture *cap)
+{
+    dup2(cap->saved, 2);
+    close(cap->saved);
+    FILE *f = fopen(cap->path, "r");
+    cr_assert_not_null(f);
+    char *text = calloc(1, 1 << 16);
+    cr_assert_not_null(text);
+    size_t n = fread(text, 1, (1 << 16) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    unlink(cap->path);
+    return text;
+}
+
+/* Lines of `text` that contain both `a` and `b`. */
+static int lines_with(const char *text, const char *a, const char *b)
+{
+    int n = 0;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+        if (strstr(buf, a) && strstr(buf, b))
+            n++;
+        line += len + (end ? 1 : 0);
+    }
+    return n;
+}
+
+/* Poll health (the writer thread sets it) for up to `ms`. */
+static bool health_becomes(struct ctx *c, int want, int ms)
+{
+    for (int waited = 0; waited < ms; waited += 20) {
+        if (hk_store_health(c->sl) == want)
+            return true;
+        usleep(20 * 1000);
+    }
+    return hk_store_health(c->sl) == want;
+}
+
+static int insert_status(struct ctx *c)
+{
+    struct hk_store_op op;
+    struct got g = {0};
+    op_insert(&op, &g, "s", "e", "{}", NULL);
+    run_op(c, &op);
+    int status = g.status;
+    if (status != 0)
+        cr_assert_eq(g.rows, 0, "nothing is reported stored when the commit fails");
+    got_free(&g);
+    return status;
+}
+
+/* A spell is logged once however many writes fail in it, the store says
+ * not ready meanwhile, and it ends by itself once the lock is gone: no
+ * write comes to a store that is not ready, so the writer probes. */
+Test(store_sqlite, locked_spell_logs_once_and_ends_without_writes)
+{
+    struct ctx c;
+    struct capture cap;
+    struct got g = {0};
+    ctx_init(&c);
+    setenv("HOOKD_SQLITE_BUSY_MS", "50", 1);
+    ctx_open(&c, false);
+    int64_t id = insert(&c, "s", "e", "{}");
+    capture_start(&cap, &c);
+
+    sqlite3 *lock = hold_write_lock(c.path);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(insert_status(&c), HK_ELOCKED);
+    cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL);
+    cr_assert_eq(get(&c, id, &g), 0, "reads work while another process writes");
+    got_free(&g);
+    /* Still locked after a probe or two: still not ready. */
+    usleep(1300 * 1000);
+    cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL);
+    release_write_lock(lock);
+    bool up = health_becomes(&c, 0, 5000);
+
+    char *log = capture_end(&cap);
+    cr_assert(up, "health did not come back without a write; log:\n%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"warn\"", "\"reason\":\"database_locked\""), 1,
+                 "one warn line for the spell:\n%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"warn\"", ""), 1, "%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"error\"", ""), 0, "%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"info\"", "sqlite writes recovered"), 1, "%s", log);
+    cr_assert_eq(lines_with(log, "sqlite writes recovered", "\"failed_writes\":5"), 1, "%s", log);
+    free(log);
+    cr_assert_eq(insert_status(&c), 0);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1,
+                 "the probe leaves nothing behind");
+    rm_dir(&c);
+}
+
+/* SQLITE_FULL is HK_EFULL (507); reads go on; the probe ends the spell once
+ * writes work and the file system has room (here: /tmp). */
+Test(store_sqlite, full_disk_is_efull_and_the_probe_recovers)
+{
+    struct ctx c;
+    struct capture cap;
+    struct got g = {0};
+    shim_register();
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t id = insert(&c, "s", "e", "{}");
+    capture_start(&cap, &c);
+
+    atomic_store(&fail_write, SQLITE_FULL);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(insert_status(&c), HK_EFULL);
+    cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL);
+    cr_assert_eq(get(&c, id, &g), 0, "reads work on a full disk");
+    got_free(&g);
+    usleep(1300 * 1000);
+    cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL, "a failing probe keeps the spell");
+    atomic_store(&fail_write, 0);
+    bool up = health_becomes(&c, 0, 5000);
+
+    char *log = capture_end(&cap);
+    cr_assert(up, "health did not come back without a write; log:\n%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"warn\"", "\"reason\":\"disk_full\""), 1, "%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"warn\"", ""), 1, "%s", log);
+    cr_assert_eq(lines_with(log, "sqlite writes recovered", "disk_full"), 1, "%s", log);
+    free(log);
+    cr_assert_eq(insert_status(&c), 0);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 2);
+    rm_dir(&c);
+}
+
+/* I/O errors are HK_EIO, for writes and for reads; failing reads are logged
+ * once, recover by themselves, and leave readiness alone. */
+Test(store_sqlite, io_errors_are_eio_for_writes_and_reads)
+{
+    struct ctx c;
+    struct capture cap;
+    struct got g = {0};
+    shim_register();
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t id = insert(&c, "s", "e", "{}");
+    cr_assert_eq(get(&c, id, &g), 0);
+    got_free(&g);
+    capture_start(&cap, &c);
+
+    atomic_store(&fail_write, SQLITE_IOERR_WRITE);
+    cr_assert_eq(insert_status(&c), HK_EIO);
+    cr_assert_eq(insert_status(&c), HK_EIO);
+    cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL);
+    atomic_store(&fail_write, 0);
+    cr_assert(health_becomes(&c, 0, 5000));
+
+    /* A new row makes the reader go to the files again. */
+    int64_t id2 = insert(&c, "s", "e", "{}");
+    atomic_store(&fail_read, SQLITE_IOERR_READ);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(get(&c, id2, &g), HK_EIO);
+        cr_assert_eq(g.rows, 0);
+        got_free(&g);
+    }
+    cr_assert_eq(hk_store_health(c.sl), 0, "reads do not decide readiness");
+    atomic_store(&fail_read, 0);
+    cr_assert_eq(get(&c, id2, &g), 0);
+    got_free(&g);
+
+    char *log = capture_end(&cap);
+    cr_assert_eq(lines_with(log, "sqlite writes failing", "\"reason\":\"io_error\""), 1, "%s", log);
+    cr_assert_eq(lines_with(log, "sqlite reads failing", "\"reason\":\"io_error\""), 1, "%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"warn\"", ""), 2, "%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"info\"", "sqlite reads recovered"), 1, "%s", log);
+    free(log);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* Anything SQLite says that is not environmental stays HK_ESTORE (a 500),
+ * logged once as an error; the probe still ends the spell. */
+Test(store_sqlite, unexpected_errors_stay_estore)
+{
+    struct ctx c;
+    struct capture cap;
+    shim_register();
+    ctx_init(&c);
+    ctx_open(&c, false);
+    capture_start(&cap, &c);
+    atomic_store(&fail_write, SQLITE_CORRUPT);
+    cr_assert_eq(insert_status(&c), HK_ESTORE);
+    cr_assert_eq(insert_status(&c), HK_ESTORE);
+    cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL);
+    atomic_store(&fail_write, 0);
+    bool up = health_becomes(&c, 0, 5000);
+    char *log = capture_end(&cap);
+    cr_assert(up, "%s", log);
+    cr_assert_eq(lines_with(log, "\"level\":\"error\"", "\"reason\":\"internal_error\""), 1, "%s", log);
+    free(log);
+    cr_assert_eq(insert_status(&c), 0);
+    ctx_close(&c);
     rm_dir(&c);
 }

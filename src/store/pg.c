@@ -5,8 +5,10 @@
  * ops are spread over the ready connections that have no group in flight,
  * each connection's share is sent as one pipeline group closed by a Sync
  * (one implicit transaction: group commit), and results are matched to ops
- * in the order they were sent. libpq itself comes from pq_api.h (dlopen).
- * docs/store-pg.md has the design and the measurements behind it. */
+ * in the order they were sent. A statement that fails fails its own op;
+ * the rest of its group, rolled back with it, goes out again. libpq itself
+ * comes from pq_api.h (dlopen). docs/store-pg.md has the design and the
+ * measurements behind it. */
 #include "store/pg.h"
 
 #include <assert.h>
@@ -25,6 +27,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/utf8.h"
 #include "store/pq_api.h"
 
 #define PG_PIPELINE_MAX 64         /* ops in flight on one connection */
@@ -33,6 +36,11 @@
 #define PG_PING_MS 2000            /* an idle connection is pinged this often */
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 5000
+/* Times an op goes back to the queue because another op failed its group;
+ * after that it fails (HK_EUNAVAIL). From its third send on an op goes out
+ * alone (see group_class), so it never needs that many: the bound only
+ * keeps anything from looping. */
+#define PG_RETRY_MAX 3
 #define PG_MIGRATE_TIMEOUT "60s"   /* statement_timeout of the migration session */
 /* pg_advisory_lock key that serializes schema migrations ("hookd" in ASCII). */
 #define PG_LOCK_KEY "448345400932"
@@ -154,6 +162,13 @@ struct ent {
     struct hk_store_op *op;        /* E_OP until the op is completed or held */
 };
 
+/* An op of the oldest open group whose result came, waiting for the
+ * group's Sync. */
+struct held {
+    struct hk_store_op *op;
+    PGresult *res;                 /* a write's result; NULL for an op aborted by the group's failure */
+};
+
 /* A poll handle lives until its close callback, which may come after the
  * connection moved to another socket or the loop detached. */
 struct pg_poll {
@@ -172,11 +187,15 @@ struct pg_conn {
     unsigned head, n;              /* ring occupancy */
     unsigned nops;                 /* E_OP entries in the ring */
     unsigned nsyncs;               /* E_SYNC entries in the ring: groups in flight */
-    /* Writes whose result came, waiting for their group's Sync (the commit);
-     * each one's PGresult is in op->priv. */
-    struct hk_store_op *held_head, *held_tail;
+    /* Writes whose result came, waiting for their group's Sync (the commit),
+     * and once the group failed, the ops it aborted too: both go out again
+     * after the Sync. At most one group's worth: a group is at most
+     * PG_PIPELINE_MAX ops. */
+    struct held held[PG_PIPELINE_MAX];
+    unsigned nheld;
     bool group_failed;             /* the group rolls back at its Sync */
     bool dirty;                    /* sent since the last Sync */
+    uint8_t cls;                   /* group_class of the open group's ops */
     uint64_t group_deadline;       /* latest deadline sent in the open group */
     uint64_t connect_deadline;
     uint64_t last_io;              /* loop time of the last send or result */
@@ -209,7 +228,8 @@ struct pg_loop {
     bool detached;
 };
 
-/* While an op waits in the queue, op->priv holds its deadline (loop ms). */
+/* From submit until it completes, op->priv holds its deadline (loop ms),
+ * kept when it goes out again. */
 static uint64_t op_deadline(const struct hk_store_op *op)
 {
     return (uint64_t)(uintptr_t)op->priv;
@@ -793,19 +813,20 @@ static void conn_fail(struct pg_conn *c, int head_status, const char *why)
         hk_pg_scrub(st->url, why, c->err, sizeof c->err);
         log_pg(HK_LOG_DEBUG, "postgresql connection lost", st, why, NULL);
     }
-    /* Held writes belong to the oldest open group. */
-    if (head_is_sync) {
-        head_ops = c->held_head;
-    } else {
-        *tail = c->held_head;
-        while (*tail != NULL)
-            tail = &(*tail)->next;
+    /* Held ops belong to the oldest open group. Even those of a group that
+     * failed, known to be rolled back, are not sent again: this is the
+     * behaviour of the rest (a connection failure fails what it carried). */
+    struct hk_store_op **held_tail = head_is_sync ? &head_ops : tail;
+    for (unsigned i = 0; i < c->nheld; i++) {
+        struct hk_store_op *op = c->held[i].op;
+        hk_pq.PQclear(c->held[i].res);
+        op->next = NULL;
+        *held_tail = op;
+        held_tail = &op->next;
     }
-    for (struct hk_store_op *op = c->held_head; op != NULL; op = op->next) {
-        hk_pq.PQclear(op->priv);
-        op->priv = NULL;
-    }
-    c->held_head = c->held_tail = NULL;
+    if (!head_is_sync)
+        tail = held_tail;
+    c->nheld = 0;
     for (unsigned i = 0; i < c->n; i++) {
         struct ent *e = &c->ring[(c->head + i) % PG_RING];
         if (e->kind != E_OP || e->op == NULL)
@@ -1008,14 +1029,57 @@ static void conn_adopt(struct pg_conn *c, const struct pre_conn *p)
 
 /* ---- results ---------------------------------------------------------- */
 
+/* Put the ops of a group that failed, rolled back or never run, back at
+ * the head of the wait queue in the order they were sent, ahead of newer
+ * ops: nothing of them was committed, so sending them again is safe. They
+ * keep their deadline (op->priv) and their place in the queue bound
+ * (pl->nops), which they never left. One sent back PG_RETRY_MAX times
+ * already fails instead. */
+static void requeue(struct pg_loop *pl, const struct held *h, unsigned n)
+{
+    struct pg_store *st = pl->st;
+    struct hk_store_op *head = NULL, **tail = &head, *spent = NULL, **spent_tail = &spent;
+    struct hk_store_op *last = NULL;
+    size_t nback = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct hk_store_op *op = h[i].op;
+        hk_pq.PQclear(h[i].res);
+        op->next = NULL;
+        if (op->retries >= PG_RETRY_MAX) {
+            *spent_tail = op;
+            spent_tail = &op->next;
+            continue;
+        }
+        op->retries++;
+        *tail = last = op;
+        tail = &op->next;
+        nback++;
+    }
+    if (head != NULL) {
+        last->next = pl->wait_head;
+        pl->wait_head = head;
+        if (pl->wait_tail == NULL)
+            pl->wait_tail = last;
+        pl->nwait += nback;
+        atomic_fetch_add_explicit(&st->waiting, (long)nback, memory_order_relaxed);
+        arm(pl);
+    }
+    complete_list(pl, spent, HK_EUNAVAIL);
+}
+
 static void on_sync(struct pg_conn *c)
 {
     struct pg_loop *pl = c->pl;
-    struct hk_store_op *op = c->held_head;
+    /* A copy: callbacks run from here on, and the connection's list starts
+     * over for its next group. */
+    struct held h[PG_PIPELINE_MAX];
+    unsigned n = c->nheld;
     bool failed = c->group_failed;
-    c->held_head = c->held_tail = NULL;
+    memcpy(h, c->held, n * sizeof h[0]);
+    c->nheld = 0;
     c->group_failed = false;
     if (c->state == C_SETUP) {
+        assert(n == 0);
         if (failed)
             conn_fail(c, HK_EUNAVAIL, c->err[0] != '\0' ? c->err : "session setup failed");
         else
@@ -1024,19 +1088,25 @@ static void on_sync(struct pg_conn *c)
     }
     if (pl->wait_head != NULL)
         arm(pl);
-    while (op != NULL) {
-        struct hk_store_op *next = op->next;
-        PGresult *res = op->priv;
-        if (failed) {
-            /* Rolled back with the op that failed the group. */
-            hk_pq.PQclear(res);
-            complete(pl, op, HK_EUNAVAIL);
-        } else {
-            deliver_write(pl, op, res);
-            hk_pq.PQclear(res);
-        }
-        op = next;
+    if (failed) {
+        /* Rolled back with the op that failed the group, which has its
+         * answer already; none of these is to blame. */
+        requeue(pl, h, n);
+        return;
     }
+    for (unsigned i = 0; i < n; i++) {
+        assert(h[i].res != NULL);   /* only a failed group holds aborted ops */
+        deliver_write(pl, h[i].op, h[i].res);
+        hk_pq.PQclear(h[i].res);
+    }
+}
+
+static void hold(struct pg_conn *c, struct hk_store_op *op, PGresult *res)
+{
+    assert(c->nheld < PG_PIPELINE_MAX);
+    c->held[c->nheld].op = op;
+    c->held[c->nheld].res = res;
+    c->nheld++;
 }
 
 static void op_result(struct pg_conn *c, struct ent *e, PGresult *res)
@@ -1053,24 +1123,22 @@ static void op_result(struct pg_conn *c, struct ent *e, PGresult *res)
             return;
         }
         /* A write: acknowledged only once its group has committed. */
-        op->priv = res;
-        op->next = NULL;
-        if (c->held_tail != NULL)
-            c->held_tail->next = op;
-        else
-            c->held_head = op;
-        c->held_tail = op;
+        hold(c, op, res);
+        return;
+    }
+    c->group_failed = true;
+    if (s == PGRES_PIPELINE_ABORTED) {
+        /* Never run: a statement before it in its group failed. It goes
+         * out again with the group's rolled-back writes after the Sync. */
+        hk_pq.PQclear(res);
+        hold(c, op, NULL);
         return;
     }
     const char *sqlstate = NULL;
-    int status = HK_EUNAVAIL;
-    if (s != PGRES_PIPELINE_ABORTED) {
-        status = map_error(c->pc, res, &sqlstate);
-        if (status == HK_ESTORE || status == HK_EINVAL)
-            log_pg(HK_LOG_WARN, "postgresql statement failed", pl->st,
-                   hk_pq.PQresultErrorMessage(res), sqlstate);
-    }
-    c->group_failed = true;
+    int status = map_error(c->pc, res, &sqlstate);
+    if (status == HK_ESTORE || status == HK_EINVAL)
+        log_pg(HK_LOG_WARN, "postgresql statement failed", pl->st, hk_pq.PQresultErrorMessage(res),
+               sqlstate);
     hk_pq.PQclear(res);
     complete(pl, op, status);
 }
@@ -1277,12 +1345,38 @@ static int close_group(struct pg_conn *c)
     return conn_flush(c);
 }
 
+/* Which ops may share a group. New ones share theirs. Ops sent a second
+ * time (their group failed for another op) share one without new ops,
+ * which could fail them again: it fails only if one of them does, which
+ * costs one commit after a failure instead of one each. From the third
+ * time on, an op goes alone and fails only for what it does itself. */
+static uint8_t group_class(const struct hk_store_op *op)
+{
+    return op->retries < 2 ? (uint8_t)op->retries : 2;
+}
+
 /* Send what waits, in arrival order, and close each connection's group. */
 static void flush_queue(struct pg_loop *pl)
 {
     struct pg_conn *c;
+    uint64_t now = uv_now(pl->loop);
     while (pl->wait_head != NULL && (c = pick(pl)) != NULL) {
-        struct hk_store_op *op = unqueue(pl);
+        struct hk_store_op *op = pl->wait_head;
+        if (op_deadline(op) <= now) {
+            /* Past its deadline already (one sent again may be): on_tick
+             * would reset its connection for it, failing the others too. */
+            complete(pl, unqueue(pl), HK_ETIMEDOUT);
+            continue;
+        }
+        /* An op that may not join the group open on its connection closes
+         * it and starts the next one right behind it. */
+        uint8_t cls = group_class(op);
+        if (c->dirty && (cls != c->cls || cls == 2) && close_group(c) < 0) {
+            conn_fail(c, HK_EUNAVAIL, hk_pq.PQerrorMessage(c->pc));
+            continue;
+        }
+        unqueue(pl);
+        c->cls = cls;
         if (send_op(c, op) < 0)
             conn_fail(c, HK_EUNAVAIL, hk_pq.PQerrorMessage(c->pc));
 #ifdef HK_PG_SYNC_PER_OP
@@ -1447,12 +1541,36 @@ static void enqueue(struct pg_loop *pl, struct hk_store_op *op)
     tick_fast(pl);
 }
 
+/* Text PostgreSQL takes: UTF-8 (the session's client_encoding) without NUL. */
+static bool text_ok(const char *p, size_t n)
+{
+    return p == NULL || hk_utf8_valid(p, n, false);
+}
+
+/* Would the server take every parameter of `op`? One it refuses (NULL in a
+ * NOT NULL column, text that is not UTF-8 or holds a NUL) fails the
+ * statement, which costs the rest of its group a second trip. */
+static bool params_ok(const struct hk_store_op *op)
+{
+    if (op->kind == HK_OP_LIST)
+        return text_ok(op->list.source, op->list.source_len) &&
+               text_ok(op->list.event_type, op->list.event_type_len);
+    if (op->kind != HK_OP_INSERT)
+        return true;
+    return op->row.source != NULL && op->row.event_type != NULL &&
+           text_ok(op->row.source, op->row.source_len) &&
+           text_ok(op->row.event_type, op->row.event_type_len) &&
+           text_ok(op->row.payload, op->row.payload_len) &&
+           text_ok(op->idem_key, op->idem_key != NULL ? strlen(op->idem_key) : 0);
+}
+
 static int pg_submit(struct hk_store_loop *base, struct hk_store_op *op)
 {
     struct pg_loop *pl = (struct pg_loop *)base;
     op->status = 0;
     op->more = false;
     op->replayed = false;
+    op->retries = 0;
     switch (op->kind) {
     case HK_OP_INSERT:
         /* When the request was accepted, as with SQLite. */
@@ -1465,16 +1583,18 @@ static int pg_submit(struct hk_store_loop *base, struct hk_store_op *op)
     default:
         return HK_EINVAL;
     }
-    if (pl->nready == 0)
-        return HK_EUNAVAIL;
-    if (pl->nops >= pl->st->queue_max)
-        return HK_EBUSY;
-    if (op->kind == HK_OP_INSERT && (op->row.source == NULL || op->row.event_type == NULL)) {
-        /* NOT NULL columns: failing here keeps the op from failing its group. */
+    if (!params_ok(op)) {
+        /* Refused before anything is sent: a value the server would refuse
+         * never gets into a group other ops share. The caller's mistake,
+         * whatever the pool's state. */
         op->status = HK_EINVAL;
         op->on_done(op);
         return 0;
     }
+    if (pl->nready == 0)
+        return HK_EUNAVAIL;
+    if (pl->nops >= pl->st->queue_max)
+        return HK_EBUSY;
     enqueue(pl, op);
     return 0;
 }
@@ -1486,6 +1606,7 @@ static void pg_list_next(struct hk_store_loop *base, struct hk_store_op *op)
     pl->streams--;
     op->more = false;
     op->status = 0;
+    op->retries = 0;
     /* The stream was admitted already: no queue bound for its next batch. */
     if (pl->nready == 0) {
         pl->nops++;
@@ -1520,9 +1641,9 @@ static void loop_teardown(struct pg_loop *pl)
         if (c->pc != NULL)
             hk_pq.PQfinish(c->pc);
         c->pc = NULL;
-        for (struct hk_store_op *op = c->held_head; op != NULL; op = op->next)
-            hk_pq.PQclear(op->priv);
-        c->held_head = c->held_tail = NULL;
+        for (unsigned k = 0; k < c->nheld; k++)
+            hk_pq.PQclear(c->held[k].res);
+        c->nheld = 0;
         c->state = C_DOWN;
         pl->closing++;
         c->retry.data = pl;

@@ -75,6 +75,7 @@ struct hk_store_op {
     /* Backend-private from here on. */
     struct hk_store_op *next;
     void *priv;
+    unsigned retries;           /* times the backend sent it again */
 };
 
 struct hk_store;

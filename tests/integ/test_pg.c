@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * PostgreSQL only: the server going away under load and coming back, a
  * query stuck behind a lock (timeout and queue bound), several hookd
- * processes on one database, passwords kept out of logs, and an unreachable
- * database at start. Runs in the integ-pg suite; the fault test starts a
+ * processes on one database, passwords kept out of logs, an unreachable
+ * database at start, and one client's failing statements beside everyone
+ * else's requests. Runs in the integ-pg suite; the fault test starts a
  * cluster of its own with scripts/pg.sh ($HOOKD_PG_SH) so that stopping it
  * does not disturb the tests running in parallel. */
 #include <criterion/criterion.h>
@@ -506,4 +507,275 @@ Test(pg, invalid_url_fails_fast_without_echoing_it)
     assert_no_secret("the start-up error", err);
     free(out);
     free(err);
+}
+
+/* ---- one client's failing statement, everyone else's requests ---- */
+
+/* Requests from several threads until told to stop, each thread in one
+ * role; what each request got is kept for the checks afterwards. */
+enum role { R_POISON, R_WRITE, R_LIST, R_STREAM, R_BADFILTER };
+
+#define STORM_MAX 50000
+#define NSEED 250   /* rows a streamed list reads: three batches of 100 */
+
+struct storm {
+    const struct hk_server *s;
+    atomic_bool stop;
+    atomic_int next;
+    uint8_t role[STORM_MAX];
+    long status[STORM_MAX];       /* HTTP status, or -1000 - CURLcode */
+    int64_t id[STORM_MAX];        /* R_WRITE: the id of a 201 */
+    int rows[STORM_MAX];          /* R_STREAM: rows received; -1: not a JSON array */
+    char ctype[STORM_MAX][8];     /* R_BADFILTER: "problem" when problem+json */
+};
+
+struct storm_worker {
+    struct storm *st;
+    enum role role;
+};
+
+static const char *const bad_filters[] = {
+    "/api/webhooks?source=%ff%fe",          /* not UTF-8 */
+    "/api/webhooks?source=a%00b",           /* NUL */
+    "/api/webhooks?eventType=%c3%28",       /* broken sequence */
+    "/api/webhooks?source=x&eventType=%ed%a0%80",   /* a surrogate */
+    "/api/webhooks?all=true&source=%c0%af", /* overlong, streamed */
+};
+
+static void *storm_worker(void *arg)
+{
+    struct storm_worker *w = arg;
+    struct storm *st = w->st;
+    CURL *h = hk_curl_new();
+    const char *hs[] = {"Content-Type: application/json", NULL};
+    for (unsigned k = 0; !atomic_load(&st->stop); k++) {
+        int i = atomic_fetch_add(&st->next, 1);
+        if (i >= STORM_MAX)
+            break;
+        char body[128], path[128];
+        struct hk_req req = {.headers = hs, .timeout_ms = 15000, .path = path};
+        st->role[i] = (uint8_t)w->role;
+        switch (w->role) {
+        case R_POISON:
+        case R_WRITE:
+            snprintf(body, sizeof body, "{\"source\":\"%s\",\"eventType\":\"e\",\"payload\":\"n%d\"}",
+                     w->role == R_POISON ? "poison" : "innocent", i);
+            snprintf(path, sizeof path, "/api/webhooks");
+            req.method = "POST";
+            req.body = body;
+            break;
+        case R_LIST:
+            snprintf(path, sizeof path, k % 2 ? "/api/webhooks?limit=20" : "/api/webhooks?source=innocent&limit=5");
+            break;
+        case R_STREAM:
+            snprintf(path, sizeof path, "/api/webhooks?all=true&source=seed");
+            break;
+        case R_BADFILTER:
+            snprintf(path, sizeof path, "%s", bad_filters[k % (sizeof bad_filters / sizeof bad_filters[0])]);
+            break;
+        }
+        struct hk_resp r;
+        int rc = hk_request(st->s, h, &req, &r);
+        st->status[i] = rc == CURLE_OK ? r.status : -1000 - rc;
+        json_t *o = rc == CURLE_OK && r.status < 300 ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
+        if (w->role == R_WRITE && st->status[i] == 201) {
+            json_t *id = json_object_get(o, "id");
+            st->id[i] = json_is_integer(id) ? json_integer_value(id) : -2;
+        }
+        if (w->role == R_STREAM)
+            st->rows[i] = json_is_array(o) ? (int)json_array_size(o) : -1;
+        char ct[128];
+        if (rc == CURLE_OK && hk_header(&r, "Content-Type", ct, sizeof ct) != NULL &&
+            strncmp(ct, "application/problem+json", 24) == 0)
+            snprintf(st->ctype[i], sizeof st->ctype[i], "problem");
+        json_decref(o);
+        hk_resp_free(&r);
+        if (w->role == R_BADFILTER)
+            hk_sleep_ms(1);   /* answered at once: leave the CPU to the writers */
+        if (rc != CURLE_OK) {
+            /* A stream cut short closes the connection: start a new one. */
+            curl_easy_cleanup(h);
+            h = hk_curl_new();
+        }
+    }
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+/* Run the roles given (one thread each) for `ms`, or until STORM_MAX. */
+static int storm_run(struct storm *st, const enum role *roles, int nroles, int ms)
+{
+    pthread_t th[16];
+    struct storm_worker w[16];
+    cr_assert_leq(nroles, 16);
+    for (int t = 0; t < nroles; t++) {
+        w[t] = (struct storm_worker){st, roles[t]};
+        cr_assert_eq(pthread_create(&th[t], NULL, storm_worker, &w[t]), 0);
+    }
+    hk_sleep_ms(ms);
+    atomic_store(&st->stop, true);
+    for (int t = 0; t < nroles; t++)
+        pthread_join(th[t], NULL);
+    int n = atomic_load(&st->next);
+    return n > STORM_MAX ? STORM_MAX : n;
+}
+
+static void seed_rows(PGconn *c)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "INSERT INTO webhooks(source, event_type, payload, received_at)"
+             " SELECT 'seed', 'e', 's' || g, now() FROM generate_series(1, %d) g", NSEED);
+    PQclear(db_exec(c, sql));
+}
+
+/* Every acknowledged innocent webhook is in the database, under its id. */
+static void assert_acknowledged_stored(PGconn *c, const struct storm *st, int n)
+{
+    static int64_t found[STORM_MAX];
+    memset(found, 0, sizeof found);
+    PGresult *res = db_exec(c, "SELECT id, payload FROM webhooks WHERE source = 'innocent'");
+    for (int k = 0; k < PQntuples(res); k++) {
+        int i = atoi(PQgetvalue(res, k, 1) + 1);
+        cr_assert(i >= 0 && i < STORM_MAX, "unexpected row %s", PQgetvalue(res, k, 1));
+        found[i] = strtoll(PQgetvalue(res, k, 0), NULL, 10);
+    }
+    PQclear(res);
+    int acked = 0, missing = 0;
+    for (int i = 0; i < n; i++) {
+        if (st->role[i] != R_WRITE || st->status[i] != 201)
+            continue;
+        acked++;
+        missing += found[i] != st->id[i];
+    }
+    cr_assert_eq(missing, 0, "%d of %d acknowledged webhooks are not stored under their id", missing, acked);
+}
+
+Test(pg, failing_statement_fails_only_its_own_request, .timeout = 60)
+{
+    base_url();
+    /* One loop: every request shares its pipeline groups with the others. */
+    const char *env[] = {"HOOKD_THREADS=1", NULL};
+    hk_server_start(&srv, env);
+    PGconn *c = db_connect(url_of(&srv));
+    seed_rows(c);
+    /* A statement that passes hookd's validation and fails in the server. */
+    PQclear(db_exec(c, "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$"
+                       " BEGIN IF NEW.source = 'poison' THEN RAISE EXCEPTION 'poisoned'; END IF;"
+                       " RETURN NEW; END $$"));
+    PQclear(db_exec(c, "CREATE TRIGGER poison BEFORE INSERT ON webhooks"
+                       " FOR EACH ROW EXECUTE FUNCTION poison()"));
+
+    static struct storm st;
+    memset(&st, 0, sizeof st);
+    st.s = &srv;
+    const enum role roles[] = {R_POISON, R_POISON, R_WRITE, R_WRITE, R_WRITE, R_WRITE,
+                               R_LIST, R_LIST, R_STREAM};
+    int n = storm_run(&st, roles, (int)(sizeof roles / sizeof roles[0]), 2500);
+
+    int count[5] = {0}, bad[5] = {0};
+    long poison_status = 0;
+    int poison_mixed = 0;
+    for (int i = 0; i < n; i++) {
+        if (st.status[i] == 0)
+            continue;   /* claimed but not sent when the storm stopped */
+        enum role r = st.role[i];
+        count[r]++;
+        switch (r) {
+        case R_POISON:
+            if (poison_status == 0)
+                poison_status = st.status[i];
+            poison_mixed += st.status[i] != poison_status;
+            break;
+        case R_WRITE:
+            bad[r] += st.status[i] != 201;
+            break;
+        case R_LIST:
+            bad[r] += st.status[i] != 200;
+            break;
+        default:
+            bad[r] += st.status[i] != 200 || st.rows[i] != NSEED;
+            break;
+        }
+    }
+    cr_log_info("poisoned groups: %d requests; poison %d (status %ld), writes %d (%d failed), lists %d"
+                " (%d failed), streams %d (%d failed)",
+                n, count[R_POISON], poison_status, count[R_WRITE], bad[R_WRITE], count[R_LIST],
+                bad[R_LIST], count[R_STREAM], bad[R_STREAM]);
+    cr_assert_gt(count[R_POISON], 50, "too few poisoned requests to mean anything: %d", count[R_POISON]);
+    cr_assert_gt(count[R_WRITE], 200, "too few writes: %d", count[R_WRITE]);
+    cr_assert_eq(bad[R_WRITE], 0, "%d of %d innocent POSTs failed beside a failing statement", bad[R_WRITE],
+                 count[R_WRITE]);
+    cr_assert_eq(bad[R_LIST], 0, "%d of %d lists failed beside a failing statement", bad[R_LIST], count[R_LIST]);
+    cr_assert_eq(bad[R_STREAM], 0, "%d of %d streamed lists failed or came short beside a failing statement",
+                 bad[R_STREAM], count[R_STREAM]);
+    cr_assert(poison_status >= 400 && poison_status < 600 && poison_mixed == 0,
+              "poisoned POSTs answered %ld, and %d of %d something else", poison_status, poison_mixed,
+              count[R_POISON]);
+    assert_acknowledged_stored(c, &st, n);
+    cr_assert_eq(db_count(c, "SELECT count(*) FROM webhooks WHERE source = 'poison'"), 0);
+    /* Every op sent again was accounted for: nothing waits, nothing runs. */
+    struct hk_resp r;
+    hk_get(&srv, "/q/metrics", &r);
+    cr_assert_eq(r.status, 200);
+    cr_assert(strstr(r.body, "\nhookd_store_queue_depth{backend=\"postgresql\"} 0\n") &&
+              strstr(r.body, "\nhookd_store_connections_busy{backend=\"postgresql\"} 0\n"),
+              "store gauges not back to 0 after the storm:\n%s", r.body);
+    hk_resp_free(&r);
+    /* And through hookd. */
+    hk_get(&srv, "/api/webhooks?all=true&source=innocent", &r);
+    json_t *a = hk_assert_json(&r, 200);
+    int acked = 0;
+    for (int i = 0; i < n; i++)
+        acked += st.role[i] == R_WRITE && st.status[i] == 201;
+    cr_assert_eq((int)json_array_size(a), acked, "hookd lists %zu innocent webhooks, %d were acknowledged",
+                 json_array_size(a), acked);
+    json_decref(a);
+    hk_resp_free(&r);
+    PQfinish(c);
+    hk_finish(&srv);
+}
+
+Test(pg, filters_postgresql_refuses_answer_400_beside_writers, .timeout = 60)
+{
+    base_url();
+    const char *env[] = {"HOOKD_THREADS=1", NULL};
+    hk_server_start(&srv, env);
+    static struct storm st;
+    memset(&st, 0, sizeof st);
+    st.s = &srv;
+    const enum role roles[] = {R_BADFILTER, R_BADFILTER, R_WRITE, R_WRITE, R_WRITE, R_WRITE, R_LIST};
+    int n = storm_run(&st, roles, (int)(sizeof roles / sizeof roles[0]), 1500);
+    int count[5] = {0}, bad[5] = {0};
+    for (int i = 0; i < n; i++) {
+        if (st.status[i] == 0)
+            continue;
+        enum role r = st.role[i];
+        count[r]++;
+        if (r == R_BADFILTER)
+            bad[r] += st.status[i] != 400 || strcmp(st.ctype[i], "problem") != 0;
+        else
+            bad[r] += st.status[i] != (r == R_WRITE ? 201 : 200);
+    }
+    cr_log_info("invalid filters: %d requests; filters %d (%d not a 400 problem), writes %d (%d failed),"
+                " lists %d (%d failed)",
+                n, count[R_BADFILTER], bad[R_BADFILTER], count[R_WRITE], bad[R_WRITE], count[R_LIST],
+                bad[R_LIST]);
+    cr_assert_gt(count[R_BADFILTER], 50, "too few invalid filters sent: %d", count[R_BADFILTER]);
+    cr_assert_eq(bad[R_WRITE], 0, "%d of %d POSTs failed beside invalid filters", bad[R_WRITE], count[R_WRITE]);
+    cr_assert_eq(bad[R_LIST], 0, "%d of %d lists failed beside invalid filters", bad[R_LIST], count[R_LIST]);
+    PGconn *c = db_connect(url_of(&srv));
+    assert_acknowledged_stored(c, &st, n);
+    PQfinish(c);
+    /* Each one is the client's mistake: a 400 problem, as with SQLite. */
+    for (size_t k = 0; k < sizeof bad_filters / sizeof bad_filters[0]; k++) {
+        struct hk_resp r;
+        hk_context("GET %s", bad_filters[k]);
+        hk_get(&srv, bad_filters[k], &r);
+        json_decref(hk_assert_problem(&r, 400));
+        hk_resp_free(&r);
+    }
+    hk_context("%s", "");
+    cr_assert_eq(bad[R_BADFILTER], 0, "%d of %d invalid filters not answered 400 problem+json",
+                 bad[R_BADFILTER], count[R_BADFILTER]);
+    hk_finish(&srv);
 }

@@ -273,6 +273,20 @@ static int read_database_url_file(struct hk_config *c, char *err, size_t errlen)
     return read_value_file("DATABASE_URL_FILE", path, &c->database_url, err, errlen);
 }
 
+/* A connection string with a password in it: "password" anywhere (the
+ * key=value form, or ?password= in a URI), or user:secret@ in a URI. */
+static bool url_has_password(const char *u)
+{
+    if (strstr(u, "password"))
+        return true;
+    const char *p = strstr(u, "://");
+    if (!p)
+        return false;
+    p += 3;
+    const char *at = strrchr(p, '@');
+    return at && memchr(p, ':', (size_t)(at - p)) != NULL;
+}
+
 int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
@@ -319,6 +333,13 @@ int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t
         }
         if (set_opt(c, o, v, err, errlen) < 0)
             return HK_CONFIG_ERROR;
+        /* Everyone on the host can read a command line (ps, /proc). The
+         * value is copied by now: blank it in argv, which shortens the
+         * window, and let main warn once the log is set up. */
+        if (o->off == OFF(webhook_secret) || (o->off == OFF(database_url) && url_has_password(v))) {
+            c->secret_flag = o->flag;
+            memset((char *)v, '*', strlen(v));
+        }
     }
     if (read_secret_file(c, err, errlen) < 0 || read_database_url_file(c, err, errlen) < 0)
         return HK_CONFIG_ERROR;

@@ -27,6 +27,7 @@ struct hk_config {
     uint64_t drain_timeout_ms;
     uint64_t exit_idle_after_ms;  /* 0: never exit for lack of connections */
     char *webhook_secret;      /* NULL: signatures not required */
+    const char *secret_flag;   /* a flag that carried a secret on the command line ("webhook-secret"), or NULL */
     size_t webhook_secret_len;
     int log_level;             /* enum hk_log_level */
     int access_log;            /* 1: JSON access log on stderr */

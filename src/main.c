@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "api/api.h"
@@ -52,6 +55,39 @@ static void block_stop_signals(sigset_t *old)
     pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
+/* The backstop of a stop: whatever still runs when the drain timeout and
+ * one more second have passed (a store call stuck behind a lock, work in
+ * the thread pool) does not hold the exit up. Nothing acknowledged is
+ * lost: a 2xx goes out only after its commit. */
+static uint64_t stop_deadline_ms;
+
+static void *stop_watchdog(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {(time_t)(stop_deadline_ms / 1000), (long)(stop_deadline_ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    hk_error("stopping took longer than the drain timeout allows, exiting now",
+             "\"drainTimeoutMs\":%llu", (unsigned long long)(stop_deadline_ms - 1000));
+    _exit(1);
+    return NULL;
+}
+
+static void start_watchdog(uint64_t drain_timeout_ms)
+{
+    pthread_t t;
+    pthread_attr_t a;
+    stop_deadline_ms = drain_timeout_ms + 1000;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 64 * 1024);
+    if (pthread_create(&t, &a, stop_watchdog, NULL) != 0)
+        hk_warn("cannot start the stop watchdog", NULL);
+    pthread_attr_destroy(&a);
+}
+
+static uint64_t drain_timeout_ms;
+
 static void begin_stop(void)
 {
     /* Closing the handles restores the default action, and a second SIGTERM
@@ -70,6 +106,7 @@ static void begin_stop(void)
     hk_sd_notify("STOPPING=1");
     if (idle_timer_on && !uv_is_closing((uv_handle_t *)&idle_timer))
         uv_close((uv_handle_t *)&idle_timer, NULL);
+    start_watchdog(drain_timeout_ms);
     hk_server_shutdown(server, idle_exit);
 }
 
@@ -115,6 +152,33 @@ static void log_failure(const char *msg, const char *const *fields)
     hk_buf_free(&b);
 }
 
+/* Descriptors: the soft limit goes up to the hard one, and the connection
+ * limit comes down to what is left after a reserve for everything else
+ * (listeners, loops, store connections and files, logs). Returns true
+ * when max_connections was lowered. */
+static bool fit_fd_limit(struct hk_config *cfg, rlim_t *limit)
+{
+    struct rlimit rl;
+    *limit = 0;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return false;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit want = rl;
+        /* An unlimited hard limit is not a value the kernel takes here. */
+        want.rlim_cur = rl.rlim_max == RLIM_INFINITY ? 1048576 : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+            rl.rlim_cur = want.rlim_cur;
+    }
+    *limit = rl.rlim_cur;
+    unsigned loops = (unsigned)(cfg->threads > cfg->n_listen_fds ? cfg->threads : cfg->n_listen_fds);
+    rlim_t reserve = 32 + (rlim_t)loops * (8 + (cfg->database_url ? cfg->db_pool : 0));
+    rlim_t room = rl.rlim_cur > reserve + 1 ? rl.rlim_cur - reserve : 1;
+    if (cfg->max_connections <= room)
+        return false;
+    cfg->max_connections = (unsigned)room;
+    return true;
+}
+
 /* The PostgreSQL store; on failure, one log line (password redacted). */
 static struct hk_store *open_pg(const struct hk_config *cfg, char *err, size_t errlen)
 {
@@ -148,6 +212,10 @@ int main(int argc, char **argv)
         goto out;
     }
     hk_log_set_level((enum hk_log_level)cfg.log_level);
+    if (cfg.secret_flag)
+        hk_warn("a secret was given on the command line, where other users can read it (ps, /proc): "
+                "use the environment or a file instead (HOOKD_WEBHOOK_SECRET_FILE, DATABASE_URL_FILE)",
+                "\"flag\":\"--%s\"", cfg.secret_flag);
     cfg.n_listen_fds = hk_sd_listen_fds(cfg.listen_fds, HK_SD_MAX_LISTEN_FDS, err, sizeof err);
     if (cfg.n_listen_fds < 0) {
         fprintf(stderr, "hookd: %s\n", err);
@@ -155,6 +223,13 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    rlim_t fd_limit;
+    unsigned max_conn_asked = cfg.max_connections;
+    bool capped = fit_fd_limit(&cfg, &fd_limit);
+    if (capped)
+        hk_warn("max connections lowered to fit the file descriptor limit",
+                "\"maxConnections\":%u,\"configured\":%u,\"fdLimit\":%llu", cfg.max_connections, max_conn_asked,
+                (unsigned long long)fd_limit);
     signal(SIGPIPE, SIG_IGN);
     /* SIGTERM/SIGINT wait until the loop can take them; the threads started
      * meanwhile inherit the mask, so the main thread gets them. */
@@ -182,6 +257,7 @@ int main(int argc, char **argv)
         log_failure("cannot start", (const char *const[]){"error", err, NULL});
         goto out;
     }
+    drain_timeout_ms = cfg.drain_timeout_ms;
     uv_loop_t *loop = hk_server_loop(server);
     uv_signal_t sigterm, sigint;
     uv_signal_init(loop, &sigterm);
@@ -216,8 +292,11 @@ int main(int argc, char **argv)
         uv_timer_start(&idle_timer, on_idle_check, every, every);
         idle_timer_on = true;
     }
-    hk_info("started", "\"version\":\"%s\",\"port\":%d,\"eventLoops\":%d,\"store\":\"%s\",\"startedInMs\":%.3f",
-            HK_VERSION, port, cfg.threads, store->vt->name, secs * 1000);
+    hk_info("started",
+            "\"version\":\"%s\",\"port\":%d,\"eventLoops\":%d,\"store\":\"%s\",\"startedInMs\":%.3f,"
+            "\"maxConnections\":%u%s",
+            HK_VERSION, port, cfg.threads, store->vt->name, secs * 1000, cfg.max_connections,
+            capped ? ",\"maxConnectionsCapped\":\"file descriptor limit\"" : "");
 
     hk_server_run(server);
     hk_server_join(server);

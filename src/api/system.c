@@ -19,6 +19,16 @@
 
 #define BENCH_DEFAULT 1000
 #define BENCH_MAX 1000000
+/* One run stops after this much time, whatever was asked: the endpoint is
+ * open to anyone, and a stop must not wait for it. */
+#define BENCH_BUDGET_NS 1000000000ull
+
+/* r->bench[] slots. */
+enum { B_ASKED, B_WALL, B_MIN, B_MAX, B_SUM, B_DONE, B_CANCEL };
+
+/* A run in progress on this loop (each loop is one thread): one at a time,
+ * so a few clients cannot fill the thread pool that other work shares. */
+static _Thread_local bool bench_running;
 
 static struct {
     char os_name[65];
@@ -126,41 +136,63 @@ static unsigned iteration(void)
 static void bench_work(uv_work_t *wk)
 {
     struct hk_req *r = wk->data;
-    uint64_t iters = r->bench[0], min = UINT64_MAX, max = 0, sum = 0;
+    uint64_t iters = r->bench[B_ASKED], min = UINT64_MAX, max = 0, sum = 0, i = 0;
     volatile unsigned sink = 0;
     uint64_t t0 = hk_mono_ns();
-    for (uint64_t i = 0; i < iters; i++) {
+    while (i < iters) {
         uint64_t a = hk_mono_ns();
         sink += iteration();
-        uint64_t d = hk_mono_ns() - a;
+        uint64_t z = hk_mono_ns(), d = z - a;
         sum += d;
         min = d < min ? d : min;
         max = d > max ? d : max;
+        i++;
+        if (z - t0 >= BENCH_BUDGET_NS || __atomic_load_n(&r->bench[B_CANCEL], __ATOMIC_RELAXED))
+            break;
     }
     (void)sink;
-    r->bench[1] = hk_mono_ns() - t0;
-    r->bench[2] = min;
-    r->bench[3] = max;
-    r->bench[4] = sum;
+    r->bench[B_DONE] = i;
+    r->bench[B_WALL] = hk_mono_ns() - t0;
+    r->bench[B_MIN] = min;
+    r->bench[B_MAX] = max;
+    r->bench[B_SUM] = sum;
+}
+
+static void unavailable(struct hk_req *r, const char *reason, const char *detail)
+{
+    hk_resp_unavailable(r, 503, reason, 1, "%s", detail);
 }
 
 static void bench_done(uv_work_t *wk, int status)
 {
     struct hk_req *r = wk->data;
-    if (status < 0) {
-        hk_resp_problem(r, 503, NULL, "benchmark cancelled");
+    bench_running = false;
+    if (status < 0 || __atomic_load_n(&r->bench[B_CANCEL], __ATOMIC_RELAXED)) {
+        unavailable(r, "stopping", "benchmark cancelled: the server is stopping");
         return;
     }
-    double iters = (double)r->bench[0], total_ms = (double)r->bench[1] / 1e6;
+    double iters = (double)r->bench[B_DONE], total_ms = (double)r->bench[B_WALL] / 1e6;
     struct hk_buf *b = hk_resp_body(r);
     hk_buf_printf(b,
-                  "{\"mode\":\"native\",\"iterations\":%llu,\"totalDurationMs\":%.6f,\"avgDurationMs\":%.6f,"
+                  "{\"mode\":\"native\",\"iterations\":%llu,\"requestedIterations\":%llu,\"truncated\":%s,"
+                  "\"totalDurationMs\":%.6f,\"avgDurationMs\":%.6f,"
                   "\"minDurationMs\":%.6f,\"maxDurationMs\":%.6f,\"throughputPerSec\":%.1f,\"timestamp\":\"",
-                  (unsigned long long)r->bench[0], total_ms, (double)r->bench[4] / 1e6 / iters, (double)r->bench[2] / 1e6,
-                  (double)r->bench[3] / 1e6, total_ms > 0 ? iters / (total_ms / 1000.0) : 0.0);
+                  (unsigned long long)r->bench[B_DONE], (unsigned long long)r->bench[B_ASKED],
+                  r->bench[B_DONE] < r->bench[B_ASKED] ? "true" : "false", total_ms,
+                  (double)r->bench[B_SUM] / 1e6 / iters, (double)r->bench[B_MIN] / 1e6, (double)r->bench[B_MAX] / 1e6,
+                  total_ms > 0 ? iters / (total_ms / 1000.0) : 0.0);
     hk_buf_put_iso_us(b, hk_wall_us());
     hk_buf_puts(b, "\"}");
     hk_resp_send(r, 200, HK_CT_JSON);
+}
+
+/* The server is stopping: a run still queued is called off (bench_done
+ * then sees UV_ECANCELED), one already running stops at its next
+ * iteration. Either way the client gets its 503 from bench_done. */
+static void bench_cancel(struct hk_req *r)
+{
+    __atomic_store_n(&r->bench[B_CANCEL], 1, __ATOMIC_RELAXED);
+    uv_cancel((uv_req_t *)&r->work);
 }
 
 void hk_api_system_benchmark(struct hk_req *r)
@@ -175,9 +207,22 @@ void hk_api_system_benchmark(struct hk_req *r)
             return;
         }
     }
-    r->bench[0] = (uint64_t)iters;
+    if (r->s->draining_server) {
+        unavailable(r, "stopping", "the server is stopping");
+        return;
+    }
+    if (bench_running) {
+        unavailable(r, "benchmark_busy", "a benchmark is already running on this event loop");
+        return;
+    }
+    memset(r->bench, 0, sizeof r->bench);
+    r->bench[B_ASKED] = (uint64_t)iters;
     r->work.data = r;
     int rc = uv_queue_work(&r->s->w->loop, &r->work, bench_work, bench_done);
-    if (rc < 0)
-        hk_resp_problem(r, 503, NULL, "cannot schedule the benchmark: %s", uv_strerror(rc));
+    if (rc < 0) {
+        unavailable(r, "benchmark_busy", "cannot schedule the benchmark");
+        return;
+    }
+    bench_running = true;
+    r->on_cancel = bench_cancel;
 }

@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "config.h"
 #include "core/hmac.h"
+#include "core/utf8.h"
 #include "http/query.h"
 #include "http/resp.h"
 #include "http/server.h"
@@ -17,6 +18,9 @@
 #define LIST_DEFAULT 100
 #define LIST_MAX 1000
 #define STREAM_BATCH 100
+/* A streamed batch aims at this many bytes: with large payloads the next
+ * batch has fewer rows, so a stream holds about this much at a time. */
+#define STREAM_BATCH_BYTES (256 * 1024)
 #define IDEM_KEY_MAX 255
 
 static struct hk_store_loop *sl_of(struct hk_req *r)
@@ -296,6 +300,10 @@ static void list_done(struct hk_store_op *op)
         hk_resp_end_stream(r);
         return;
     }
+    /* A batch with `more` had exactly list.limit rows. */
+    size_t per_row = hk_resp_body(r)->len / (op->list.limit ? op->list.limit : 1);
+    size_t next = STREAM_BATCH_BYTES / (per_row ? per_row : 1);
+    op->list.limit = (uint32_t)(next < 1 ? 1 : next > STREAM_BATCH ? STREAM_BATCH : next);
     hk_resp_chunk(r);
     hk_resp_wait_drain(r, stream_next, stream_abort);
 }
@@ -315,6 +323,12 @@ static int query_str(struct hk_req *r, const char *name, size_t max, size_t *use
     }
     if ((size_t)n > max) {
         hk_resp_problem(r, 400, NULL, "query parameter %s is longer than %zu bytes", name, max);
+        return -1;
+    }
+    /* Stored text is UTF-8 without NUL on every store; a filter that is
+     * not can match nothing, and PostgreSQL would fail the statement. */
+    if (!hk_utf8_valid(r->scratch + *used, (size_t)n, false)) {
+        hk_resp_problem(r, 400, NULL, "query parameter %s must be UTF-8 text without NUL bytes", name);
         return -1;
     }
     *out = r->scratch + *used;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <malloc.h>
 #include <netinet/tcp.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,19 +24,32 @@
 #include "obs/obs.h"
 
 #define RBUF_SIZE (64 * 1024)
-#define BACKLOG_MAX (2 * 1024 * 1024)
+#define BACKLOG_MAX (256 * 1024)   /* unparsed input: stop reading past it */
 #define LINGER_MS 2000
 #define OUT_KEEP (16 * 1024)       /* output capacity kept between responses */
+/* Output buffered for peers, all loops together. Over it, the connections
+ * whose output has waited longest are closed until a quarter is free. */
+#define OUT_TOTAL_MAX (64 * 1024 * 1024)
+/* After a burst: give freed memory back once the loop's buffers are small. */
+#define TRIM_PEAK (4 * 1024 * 1024)
+#define ACCEPT_BATCH 64            /* accepts per wakeup, for fairness */
+#define ACCEPT_BACKOFF_MIN_MS 20
+#define ACCEPT_BACKOFF_MAX_MS 1000
 
 struct hk_conn {
     uv_tcp_t tcp;
     struct hk_session s;
     struct hk_worker *w;
     struct hk_conn *prev, *next;
+    struct hk_conn *iprev, *inext; /* in the worker's idle list when `idle_listed` */
     uv_write_t wreq;
     uv_shutdown_t sreq;
     struct hk_buf wbuf;        /* bytes in flight in wreq */
     uint64_t linger_until;
+    size_t acct;               /* this connection's share of w->out_bytes */
+    uint64_t write_since;      /* loop ms of the last write progress while writing */
+    size_t write_left;         /* bytes the pending write still had then */
+    bool idle_listed;
     bool writing;
     bool reading;
     bool close_pending;        /* the session is done: close after the last write */
@@ -91,6 +105,87 @@ const char *hk_worker_date(struct hk_worker *w)
 
 static void conn_flush(struct hk_session *s);
 static void conn_close(struct hk_session *s);
+static void on_sweep_now(uv_timer_t *t);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+static void tcp_close(struct hk_conn *c);
+
+static void idle_del(struct hk_conn *c)
+{
+    struct hk_worker *w = c->w;
+    if (!c->idle_listed)
+        return;
+    if (c->iprev)
+        c->iprev->inext = c->inext;
+    else
+        w->idle_head = c->inext;
+    if (c->inext)
+        c->inext->iprev = c->iprev;
+    else
+        w->idle_tail = c->iprev;
+    c->iprev = c->inext = NULL;
+    c->idle_listed = false;
+}
+
+/* The session waits for its next request with nothing buffered: the newest
+ * idle connection goes last. */
+static void idle_add(struct hk_conn *c)
+{
+    struct hk_worker *w = c->w;
+    if (c->idle_listed || c->tcp_closed || c->close_pending || !hk_session_idle(&c->s))
+        return;
+    c->iprev = w->idle_tail;
+    c->inext = NULL;
+    if (w->idle_tail)
+        w->idle_tail->inext = c;
+    else
+        w->idle_head = c;
+    w->idle_tail = c;
+    c->idle_listed = true;
+}
+
+static size_t out_total_max(const struct hk_worker *w)
+{
+    return OUT_TOTAL_MAX / (size_t)(w->srv ? w->srv->nworkers : 1);
+}
+
+/* Keep w->out_bytes equal to the output held by this loop's connections.
+ * Over the loop's share of the cap, the sweep runs at once to shed. */
+static void account(struct hk_conn *c)
+{
+    struct hk_worker *w = c->w;
+    size_t cur = c->tcp_closed ? 0 : c->s.out.len + (c->writing ? c->wbuf.len : 0);
+    w->out_bytes = w->out_bytes - c->acct + cur;
+    c->acct = cur;
+    if (w->out_bytes > w->out_peak)
+        w->out_peak = w->out_bytes;
+    if (w->out_bytes > out_total_max(w) && !w->stopping)
+        uv_timer_start(&w->sweep, on_sweep_now, 0, 0);
+}
+
+/* Read again once the output is under its bound and the input backlog
+ * is small, unless the session or the transport is done with input. */
+static void maybe_read(struct hk_conn *c)
+{
+    struct hk_session *s = &c->s;
+    if (c->reading || c->tcp_closed || c->lingering || c->close_pending || s->eof || s->closing)
+        return;
+    if (hk_session_out_full(s) || hk_session_backlog(s) >= BACKLOG_MAX / 2)
+        return;
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->reading = true;
+}
+
+/* Give up on a connection whose peer does not take its output. A busy
+ * session is told the peer is gone and closes once its handler is done. */
+static void conn_abort(struct hk_conn *c)
+{
+    hk_obs_count(c->w->obs, HK_C_CONN_SHED, 1);
+    if (c->s.closed || c->close_pending)
+        tcp_close(c);
+    else
+        hk_session_eof(&c->s, true);
+}
 
 /* Once stopping, the listener is gone and no connection is left: close the
  * loop's own handles and detach the store, so that uv_run returns. */
@@ -102,6 +197,7 @@ static void maybe_finish(struct hk_worker *w)
     uv_close((uv_handle_t *)&w->wake, NULL);
     uv_close((uv_handle_t *)&w->sweep, NULL);
     uv_close((uv_handle_t *)&w->drain, NULL);
+    uv_close((uv_handle_t *)&w->accept_retry, NULL);
     if (w->sl)
         w->store->vt->loop_detach(w->sl);
     w->sl = NULL;
@@ -119,6 +215,9 @@ static void on_tcp_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     w->nconns--;
+    idle_del(c);
+    w->out_bytes -= c->acct;
+    c->acct = 0;
     hk_obs_count(w->obs, HK_C_CONN_CLOSED, 1);
     if (w->srv)
         atomic_fetch_sub(&w->srv->nconns, 1);
@@ -132,6 +231,7 @@ static void tcp_close(struct hk_conn *c)
 {
     if (c->tcp_closed)
         return;
+    idle_del(c);
     c->tcp_closed = true;
     uv_close((uv_handle_t *)&c->tcp, on_tcp_closed);
 }
@@ -161,10 +261,12 @@ static void on_write(uv_write_t *req, int status)
 {
     struct hk_conn *c = req->data;
     c->writing = false;
+    c->s.out_inflight = 0;
     if (status == 0)
         hk_obs_count(c->w->obs, HK_C_BYTES_OUT, c->wbuf.len);
     c->wbuf.len = 0;
     hk_buf_reset(&c->wbuf, OUT_KEEP);
+    account(c);
     if (status < 0) {
         if (c->close_pending) {
             tcp_close(c);
@@ -181,8 +283,16 @@ static void on_write(uv_write_t *req, int status)
         start_linger(c);
         return;
     }
-    if (c->s.want_drain)
+    if (c->s.want_drain) {
         hk_session_drained(&c->s);
+        return;
+    }
+    /* Backpressure released: the pipelined requests that waited go on. */
+    hk_session_resume(&c->s);
+    if (!c->tcp_closed && !c->writing) {
+        maybe_read(c);
+        idle_add(c);
+    }
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -201,8 +311,13 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         if (c->lingering || c->close_pending)
             return;
         hk_obs_count(c->w->obs, HK_C_BYTES_IN, (uint64_t)nread);
+        idle_del(c);
         hk_session_feed(&c->s, buf->base, (size_t)nread);
-        if (!c->tcp_closed && c->reading && hk_session_backlog(&c->s) > BACKLOG_MAX) {
+        /* Stop reading while the peer does not take what it asked for, or
+         * while what it sent waits unparsed: both bound this connection's
+         * memory, whatever it pipelines. */
+        if (!c->tcp_closed && c->reading &&
+            (hk_session_backlog(&c->s) > BACKLOG_MAX || hk_session_out_full(&c->s))) {
             uv_read_stop(st);
             c->reading = false;
         }
@@ -225,15 +340,17 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 static void conn_flush(struct hk_session *s)
 {
     struct hk_conn *c = s->io_data;
-    if (c->writing || c->tcp_closed)
+    if (c->tcp_closed)
         return;
-    if (!c->reading && !c->lingering && !c->close_pending && !s->eof &&
-        hk_session_backlog(s) < BACKLOG_MAX / 2) {
-        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
-            c->reading = true;
+    if (c->writing) {
+        account(c);
+        return;
     }
-    if (!s->out.len && !s->want_drain)
+    if (!s->out.len && !s->want_drain) {
+        maybe_read(c);
+        idle_add(c);
         return;
+    }
     if (!s->want_drain && s->out.len) {
         uv_buf_t b = uv_buf_init(s->out.p, (unsigned)s->out.len);
         int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
@@ -241,10 +358,14 @@ static void conn_flush(struct hk_session *s)
             hk_obs_count(c->w->obs, HK_C_BYTES_OUT, (uint64_t)n);
         if (n == (int)s->out.len) {
             hk_buf_reset(&s->out, OUT_KEEP);
+            account(c);
+            maybe_read(c);
+            idle_add(c);
             return;
         }
         if (n < 0 && n != UV_EAGAIN) {
             s->out.len = 0;
+            account(c);
             if (c->close_pending)
                 tcp_close(c);
             else
@@ -266,6 +387,7 @@ static void conn_flush(struct hk_session *s)
     int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
     if (rc < 0) {
         c->wbuf.len = 0;
+        account(c);
         if (c->close_pending)
             tcp_close(c);
         else
@@ -273,6 +395,12 @@ static void conn_flush(struct hk_session *s)
         return;
     }
     c->writing = true;
+    s->out_inflight = c->wbuf.len;
+    c->write_since = uv_now(&c->w->loop);
+    c->write_left = c->wbuf.len;
+    account(c);
+    if (!hk_session_out_full(s))
+        maybe_read(c);
 }
 
 static void conn_close(struct hk_session *s)
@@ -289,20 +417,33 @@ static void conn_close(struct hk_session *s)
         start_linger(c);
 }
 
-static void on_connection(uv_stream_t *ls, int status)
+/* Close the longest-idle kept-alive connection of this loop, as nginx and
+ * h2o do at their limit: a newcomer is worth more than a socket that
+ * holds a slot doing nothing. False when there is none. */
+static bool evict_idle(struct hk_worker *w)
 {
-    struct hk_worker *w = ls->data;
-    if (status < 0) {
-        hk_warn("accept failed", "\"error\":\"%s\"", uv_strerror(status));
-        return;
+    while (w->idle_head) {
+        struct hk_conn *c = w->idle_head;
+        idle_del(c);
+        if (c->tcp_closed || c->close_pending || c->lingering || c->writing || !hk_session_idle(&c->s))
+            continue;
+        hk_obs_count(w->obs, HK_C_CONN_EVICTED, 1);
+        tcp_close(c);
+        return true;
     }
+    return false;
+}
+
+static void conn_new(struct hk_worker *w, int fd)
+{
     struct hk_conn *c = calloc(1, sizeof *c);
     if (!c)
         abort();
     c->w = w;
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
-    if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0) {
+    if (uv_tcp_open(&c->tcp, fd) < 0) {
+        close(fd);
         uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
         return;
     }
@@ -316,7 +457,7 @@ static void on_connection(uv_stream_t *ls, int status)
     unsigned total = w->srv ? atomic_fetch_add(&w->srv->nconns, 1) + 1 : w->nconns;
     hk_obs_count(w->obs, HK_C_CONN_ACCEPTED, 1);
     hk_session_init(&c->s, w, &tcp_io, c);
-    if (total > w->cfg->max_connections) {
+    if (total > w->cfg->max_connections && !evict_idle(w)) {
         hk_obs_count(w->obs, HK_C_CONN_REJECTED, 1);
         hk_session_overload(&c->s);
         return;
@@ -326,6 +467,121 @@ static void on_connection(uv_stream_t *ls, int status)
         c->reading = true;
     else
         hk_session_eof(&c->s, true);
+}
+
+static void on_listen(uv_poll_t *h, int status, int events);
+
+static void accept_resume(uv_timer_t *t)
+{
+    struct hk_worker *w = t->data;
+    if (!w->accept_paused || !w->listening)
+        return;
+    w->accept_paused = false;
+    uv_poll_start(&w->listener, UV_READABLE, on_listen);
+}
+
+/* accept() failed for want of a resource (descriptors, memory): the
+ * connection stays queued in the kernel, so retrying at once would spin.
+ * Stop watching the socket for a back-off that doubles while the spell
+ * lasts, and say so once per spell. */
+static void accept_pause(struct hk_worker *w, int err)
+{
+    hk_obs_count(w->obs, HK_C_ACCEPT_FAILED, 1);
+    w->accept_fails++;
+    if (!w->accept_fail_since) {
+        w->accept_fail_since = uv_now(&w->loop) | 1;
+        w->accept_backoff_ms = ACCEPT_BACKOFF_MIN_MS;
+        hk_warn("accept failed, pausing accepts", "\"worker\":%d,\"error\":\"%s\",\"openConnections\":%u",
+                w->index, uv_strerror(err), w->nconns);
+    } else if (w->accept_backoff_ms < ACCEPT_BACKOFF_MAX_MS) {
+        w->accept_backoff_ms *= 2;
+        if (w->accept_backoff_ms > ACCEPT_BACKOFF_MAX_MS)
+            w->accept_backoff_ms = ACCEPT_BACKOFF_MAX_MS;
+    }
+    uv_poll_stop(&w->listener);
+    w->accept_paused = true;
+    uv_timer_start(&w->accept_retry, accept_resume, w->accept_backoff_ms, 0);
+}
+
+static void on_listen(uv_poll_t *h, int status, int events)
+{
+    (void)events;
+    struct hk_worker *w = h->data;
+    if (status < 0) {
+        accept_pause(w, status);
+        return;
+    }
+    for (int i = 0; i < ACCEPT_BATCH && w->listening; i++) {
+        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            conn_new(w, fd);
+            continue;
+        }
+        int e = errno;
+        if (e == EAGAIN || e == EWOULDBLOCK) {
+            /* The queue is empty: a spell of failures is over. */
+            if (w->accept_fail_since) {
+                hk_info("accepting again", "\"worker\":%d,\"failedAccepts\":%lu,\"pausedMs\":%llu", w->index,
+                        w->accept_fails, (unsigned long long)(uv_now(&w->loop) - w->accept_fail_since));
+                w->accept_fail_since = 0;
+                w->accept_fails = 0;
+            }
+            return;
+        }
+        /* The peer gave up before we took it, or a signal: next one. */
+        if (e == ECONNABORTED || e == EINTR || e == EPROTO || e == EPERM || e == ENETDOWN || e == ENOPROTOOPT ||
+            e == EHOSTDOWN || e == ENONET || e == EHOSTUNREACH || e == EOPNOTSUPP || e == ENETUNREACH)
+            continue;
+        accept_pause(w, -e);
+        return;
+    }
+}
+
+/* Send timeout and buffer cap: a peer that takes nothing for the idle
+ * timeout, or, while the loop holds more output than its share of
+ * OUT_TOTAL_MAX, the peers whose output has waited longest. */
+static void shed(struct hk_worker *w, uint64_t now)
+{
+    size_t max = out_total_max(w);
+    for (struct hk_conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->writing || c->tcp_closed)
+            continue;
+        size_t left = c->tcp.write_queue_size;
+        if (left < c->write_left) {
+            c->write_left = left;
+            c->write_since = now;
+        } else if (now - c->write_since >= w->cfg->idle_timeout_ms) {
+            conn_abort(c);
+        }
+    }
+    if (w->out_bytes <= max)
+        return;
+    /* Oldest offenders first; a quarter of the cap freed per pass. */
+    size_t over = w->out_bytes, target = max - max / 4;
+    while (over > target) {
+        struct hk_conn *victim = NULL;
+        for (struct hk_conn *c = w->conns; c; c = c->next)
+            if (c->acct && !c->tcp_closed && !c->s.peer_gone && (!victim || c->write_since < victim->write_since))
+                victim = c;
+        if (!victim)
+            break;
+        over -= victim->acct < over ? victim->acct : over;
+        hk_warn("output buffer cap reached, closing the connection that waited longest",
+                "\"worker\":%d,\"bufferedBytes\":%zu,\"capBytes\":%zu", w->index, w->out_bytes, max);
+        conn_abort(victim);
+        if (!victim->tcp_closed && !victim->s.peer_gone)
+            break;   /* could not be taken down now: next pass */
+    }
+}
+
+/* After a burst, hand the memory back: free() keeps it in the heap. */
+static void maybe_trim(struct hk_worker *w)
+{
+    if (w->out_peak >= TRIM_PEAK && w->out_bytes < TRIM_PEAK / 4) {
+        malloc_trim(0);
+        w->out_peak = w->out_bytes;
+    }
 }
 
 static void on_sweep(uv_timer_t *t)
@@ -344,6 +600,16 @@ static void on_sweep(uv_timer_t *t)
         if (c->s.deadline_ms && now >= c->s.deadline_ms)
             hk_session_timeout(&c->s);
     }
+    shed(w, now);
+    maybe_trim(w);
+}
+
+/* The cap was crossed: sweep now, then go back to the usual period. */
+static void on_sweep_now(uv_timer_t *t)
+{
+    struct hk_worker *w = t->data;
+    on_sweep(t);
+    uv_timer_start(&w->sweep, on_sweep, w->sweep_ms, w->sweep_ms);
 }
 
 static void force_close_all(uv_timer_t *t)
@@ -363,6 +629,9 @@ static void on_listener_closed(uv_handle_t *h)
 {
     struct hk_worker *w = h->data;
     w->listener_open = false;
+    if (w->listen_fd >= 0)
+        close(w->listen_fd);
+    w->listen_fd = -1;
     if (!w->conns) {
         maybe_finish(w);
         return;
@@ -389,6 +658,7 @@ static void on_wake(uv_async_t *a)
     w->stopping = true;
     if (w->listening) {
         w->listening = false;
+        uv_timer_stop(&w->accept_retry);
         uv_close((uv_handle_t *)&w->listener, on_listener_closed);
     }
 }
@@ -445,25 +715,38 @@ static int worker_setup(struct hk_worker *w)
     w->wake.data = w;
     w->sweep.data = w;
     w->drain.data = w;
-    uv_tcp_init(&w->loop, &w->listener);
-    w->listener_open = true;
+    w->accept_retry.data = w;
     uv_async_init(&w->loop, &w->wake, on_wake);
     uv_timer_init(&w->loop, &w->sweep);
     uv_timer_init(&w->loop, &w->drain);
+    uv_timer_init(&w->loop, &w->accept_retry);
     uint64_t t = w->cfg->header_timeout_ms < w->cfg->idle_timeout_ms ? w->cfg->header_timeout_ms
                                                                      : w->cfg->idle_timeout_ms;
     t /= 4;
     t = t < 10 ? 10 : t > 1000 ? 1000 : t;
+    w->sweep_ms = t;
     uv_timer_start(&w->sweep, on_sweep, t, t);
     uv_unref((uv_handle_t *)&w->sweep);
-    rc = uv_tcp_open(&w->listener, w->listen_fd);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&w->listener, 4096, on_connection);
+    uv_unref((uv_handle_t *)&w->accept_retry);
+    /* The socket is watched with a poll handle and accepted by hand, so
+     * that a failed accept can pause instead of spinning (uv_listen
+     * retries at once, on every loop). */
+    rc = uv_poll_init(&w->loop, &w->listener, w->listen_fd);
+    if (rc == 0) {
+        w->listener_open = true;
+        rc = uv_poll_start(&w->listener, UV_READABLE, on_listen);
+    }
     if (rc < 0) {
         hk_error("listen failed", "\"worker\":%d,\"error\":\"%s\"", w->index, uv_strerror(rc));
         srv->failed = 1;
         w->stopping = true;
-        uv_close((uv_handle_t *)&w->listener, on_listener_closed);
+        if (w->listener_open) {
+            uv_close((uv_handle_t *)&w->listener, on_listener_closed);
+        } else {
+            close(w->listen_fd);
+            w->listen_fd = -1;
+            maybe_finish(w);
+        }
         uv_run(&w->loop, UV_RUN_DEFAULT);
         hk_worker_fini(w);
         return rc;

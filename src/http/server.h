@@ -29,19 +29,29 @@ struct hk_worker {
     time_t date_sec;
     char date[30];             /* IMF-fixdate, 29 chars + NUL */
     /* Transport state (server.c). */
-    uv_tcp_t listener;
+    uv_poll_t listener;        /* readiness of listen_fd; server.c accepts itself */
     int listen_fd;
+    uv_timer_t accept_retry;   /* out of descriptors: accepting pauses, then retries */
+    unsigned accept_backoff_ms;
+    uint64_t accept_fail_since;/* loop ms when the current spell began; 0: none */
+    unsigned long accept_fails;/* in the current spell */
     uv_async_t wake;
     uv_timer_t sweep;
+    uint64_t sweep_ms;
     uv_timer_t drain;
     uv_thread_t thread;
     char *rbuf;                /* shared read buffer: reads on a loop never overlap */
     size_t rbuf_len;
     struct hk_conn *conns;     /* doubly linked list of open connections */
     unsigned nconns;
+    struct hk_conn *idle_head; /* kept-alive connections between requests, */
+    struct hk_conn *idle_tail; /* longest idle first: closed to admit newcomers */
+    size_t out_bytes;          /* output buffered on this loop's connections */
+    size_t out_peak;           /* highest out_bytes since the last trim */
     bool stopping;
     bool listening;
     bool listener_open;
+    bool accept_paused;
     bool finished;
 };
 

@@ -58,6 +58,8 @@ static int on_message_begin(llhttp_t *p)
     memset(&s->url, 0, sizeof s->url);
     memset(s->hdr, 0, sizeof s->hdr);
     s->header_bytes = 0;
+    s->chunk_ext_bytes = 0;
+    s->value_cut = false;
     s->cur = HK_H_OTHER;
     s->expect_continue = false;
     s->crlf_pending = 0;
@@ -123,6 +125,16 @@ static int on_header_field_complete(llhttp_t *p)
     /* hookd keeps values only, and only of the headers it reads. */
     s->head.len = s->field_off;
     s->cur = h;
+    if (h != HK_H_OTHER && s->hdr[h].present && h != HK_H_ACCEPT && h != HK_H_EXPECT) {
+        /* Two of a header that has one value: a proxy in front may have
+         * read the other one (request smuggling, a signature checked on
+         * one value and logged with another). Refused, not guessed. */
+        s->err_status = 400;
+        s->err_detail = h == HK_H_HOST ? "more than one Host header"
+                        : h == HK_H_SIGNATURE ? "more than one X-Hub-Signature-256 header (ambiguous)"
+                        : "a header that takes one value was sent more than once";
+        return -1;
+    }
     if (h != HK_H_OTHER) {
         s->hdr[h].off = (uint32_t)s->head.len;
         s->hdr[h].len = 0;
@@ -136,6 +148,18 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
     struct hk_session *s = of(p);
     if (too_big_header(s, n))
         return -1;
+    /* llhttp passes an obs-fold continuation line on as one more piece of
+     * the same value. A value also comes in pieces when it is split across
+     * reads, but then the piece before ended at the end of the input; a
+     * piece that ended before it was cut by a line end. RFC 9112 5.2 lets
+     * a server reject folding, and a proxy in front may have unfolded it
+     * differently. */
+    if (s->value_cut) {
+        s->err_status = 400;
+        s->err_detail = "obsolete line folding in a header value";
+        return -1;
+    }
+    s->value_cut = at + n != s->cur_end;
     if (s->cur != HK_H_OTHER) {
         hk_buf_put(&s->head, at, n);
         s->hdr[s->cur].len += (uint32_t)n;
@@ -149,6 +173,7 @@ static int on_header_value_complete(llhttp_t *p)
     if (s->cur != HK_H_OTHER)
         hk_buf_putc(&s->head, 0);
     s->cur = HK_H_OTHER;
+    s->value_cut = false;
     return 0;
 }
 
@@ -165,6 +190,11 @@ static const char *hdr_val(struct hk_session *s, enum hk_hdr h, size_t *len)
 static int on_headers_complete(llhttp_t *p)
 {
     struct hk_session *s = of(p);
+    if (p->http_major != 1 || p->http_minor > 1) {
+        s->err_status = 505;
+        s->err_detail = "only HTTP/1.0 and HTTP/1.1 are supported";
+        return -1;
+    }
     if (p->http_major == 1 && p->http_minor == 1 && !s->hdr[HK_H_HOST].present) {
         s->err_status = 400;
         s->err_detail = "HTTP/1.1 request without a Host header";
@@ -211,6 +241,22 @@ static int on_chunk_header(llhttp_t *p)
 {
     struct hk_session *s = of(p);
     s->chunk_left = p->content_length;
+    s->chunk_ext_bytes = 0;
+    return 0;
+}
+
+/* Chunk extensions mean nothing to hookd, but llhttp would parse any
+ * amount of them: a body of extensions and no data. */
+static int on_chunk_ext(llhttp_t *p, const char *at, size_t n)
+{
+    (void)at;
+    struct hk_session *s = of(p);
+    s->chunk_ext_bytes += (uint32_t)(n <= HK_CHUNK_EXT_MAX ? n : HK_CHUNK_EXT_MAX + 1);
+    if (s->chunk_ext_bytes > HK_CHUNK_EXT_MAX) {
+        s->err_status = 400;
+        s->err_detail = "chunk extensions exceed 256 bytes";
+        return -1;
+    }
     return 0;
 }
 
@@ -252,6 +298,8 @@ static const llhttp_settings_t settings = {
     .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
     .on_chunk_header = on_chunk_header,
+    .on_chunk_extension_name = on_chunk_ext,
+    .on_chunk_extension_value = on_chunk_ext,
     .on_body = on_body,
     .on_message_complete = on_message_complete,
 };
@@ -266,6 +314,8 @@ void hk_session_init(struct hk_session *s, struct hk_worker *w, const struct hk_
     s->req.s = s;
     s->in.len = s->in_pos = 0;
     s->head.len = s->body.len = s->out.len = s->rbody.len = s->rhdr.len = 0;
+    s->out_inflight = 0;
+    s->served = 0;
     s->busy = s->feeding = s->closing = s->closed = s->peer_gone = s->eof = false;
     s->want_drain = s->in_message = s->draining_server = false;
     s->err_status = 0;
@@ -299,6 +349,7 @@ static void begin_request(struct hk_session *s)
     r->streaming = false;
     r->on_drain = NULL;
     r->on_abort = NULL;
+    r->on_cancel = NULL;
     r->route = HK_ROUTE_UNROUTED;
     size_t idn;
     const char *id = hdr_val(s, HK_H_REQUEST_ID, &idn);
@@ -320,8 +371,7 @@ void hk_session_overload(struct hk_session *s)
     begin_request(s);
     s->keep_alive = false;
     s->req.method = HTTP_GET;
-    hk_resp_header(&s->req, "Retry-After", "1", 1);
-    hk_resp_problem(&s->req, 503, NULL, "too many open connections");
+    hk_resp_unavailable(&s->req, 503, "too_many_connections", 1, "too many open connections");
     s->feeding = false;
     run(s, NULL, 0);
 }
@@ -376,6 +426,13 @@ static size_t parse(struct hk_session *s, const char *p, size_t n)
     }
     int status = s->err_status ? s->err_status : 400;
     const char *detail = s->err_status ? s->err_detail : llhttp_get_error_reason(&s->parser);
+    /* llhttp says "Invalid HTTP version" for a well-formed version it does
+     * not know (HTTP/1.2, HTTP/3.0), and "Invalid major/minor version" for
+     * broken syntax, which stays a 400. */
+    if (!s->err_status && e == HPE_INVALID_VERSION && detail && strcmp(detail, "Invalid HTTP version") == 0) {
+        status = 505;
+        detail = "only HTTP/1.0 and HTTP/1.1 are supported";
+    }
     reject(s, status, detail ? detail : "malformed HTTP request");
     return n;
 }
@@ -389,7 +446,7 @@ static void run(struct hk_session *s, const char *p, size_t n)
     s->feeding = true;
     /* Fast path: nothing buffered, parse the caller's bytes in place. */
     if (p && hk_session_backlog(s) == 0) {
-        while (n && !s->busy && !s->closing) {
+        while (n && !s->busy && !s->closing && !hk_session_out_full(s)) {
             size_t used = parse(s, p, n);
             p += used;
             n -= used;
@@ -401,18 +458,28 @@ static void run(struct hk_session *s, const char *p, size_t n)
     } else if (p && !s->closing) {
         hk_buf_put(&s->in, p, n);
     }
-    while (!s->busy && !s->closing && hk_session_backlog(s)) {
-        size_t used = parse(s, s->in.p + s->in_pos, hk_session_backlog(s));
-        s->in_pos += used;
-    }
-    if (s->closing || hk_session_backlog(s) == 0) {
-        s->in.len = s->in_pos = 0;
-        hk_buf_reset(&s->in, IN_KEEP);
+    for (;;) {
+        while (!s->busy && !s->closing && hk_session_backlog(s) && !hk_session_out_full(s)) {
+            size_t used = parse(s, s->in.p + s->in_pos, hk_session_backlog(s));
+            s->in_pos += used;
+        }
+        if (s->closing || hk_session_backlog(s) == 0) {
+            s->in.len = s->in_pos = 0;
+            hk_buf_reset(&s->in, IN_KEEP);
+        }
+        /* Parsing stopped on the output bound: hand the output over now,
+         * and if the transport took it at once, go on with what waits. */
+        if (s->closed || s->busy || s->closing || !s->out.len || !hk_session_backlog(s))
+            break;
+        s->io->flush(s);
+        if (hk_session_out_full(s))
+            break;
     }
     s->feeding = false;
     if (s->closed)
         return;
-    if (!s->busy && (s->closing || s->eof)) {
+    /* After EOF, requests that came before it are still answered. */
+    if (!s->busy && (s->closing || (s->eof && !hk_session_backlog(s)))) {
         s->closed = true;
         s->io->close(s);
         return;
@@ -428,14 +495,22 @@ void hk_session_feed(struct hk_session *s, const char *p, size_t n)
     run(s, p, n);
 }
 
+void hk_session_resume(struct hk_session *s)
+{
+    if (!s->busy && !s->closed && !s->closing && hk_session_backlog(s) && !hk_session_out_full(s))
+        run(s, NULL, 0);
+}
+
 void hk_session_finish(struct hk_session *s)
 {
     struct hk_req *r = &s->req;
     hk_obs_end(r);
     s->busy = false;
+    s->served++;
     s->want_drain = false;
     r->on_drain = NULL;
     r->on_abort = NULL;
+    r->on_cancel = NULL;
     r->streaming = false;
     if (r->win_used) {
         hk_webhook_in_free(&r->win);
@@ -504,6 +579,12 @@ void hk_session_timeout(struct hk_session *s)
 void hk_session_shutdown(struct hk_session *s)
 {
     s->draining_server = true;
+    if (s->busy && s->req.on_cancel) {
+        hk_req_cb cancel = s->req.on_cancel;
+        s->req.on_cancel = NULL;
+        cancel(&s->req);
+        return;
+    }
     if (!s->busy && !s->in_message && !s->closed) {
         s->closing = true;
         run(s, NULL, 0);

@@ -2,7 +2,9 @@
  * One HTTP/1.1 connection's protocol state, independent of the transport:
  * bytes in (hk_session_feed), parsed by llhttp into one request at a time,
  * handed to the router, responses appended to `out` for the transport to send.
- * Pipelined requests wait in `in` while a handler is pending. */
+ * Pipelined requests wait in `in` while a handler is pending, and while the
+ * output not yet taken by the peer is over HK_OUT_HIGH (backpressure: a
+ * client that pipelines and never reads costs a bounded amount of memory). */
 #ifndef HK_SESSION_H
 #define HK_SESSION_H
 
@@ -13,6 +15,12 @@
 #include "core/buf.h"
 #include "json/webhook_json.h"
 #include "store/store.h"
+
+/* Unsent output above which a session parses no further request (and its
+ * transport reads no further bytes) until the peer has taken some. */
+#define HK_OUT_HIGH (64 * 1024)
+/* Bytes of chunk extensions allowed on one chunk (they are ignored). */
+#define HK_CHUNK_EXT_MAX 256
 
 struct hk_worker;
 struct hk_session;
@@ -62,6 +70,10 @@ struct hk_req {
     /* Called instead of on_drain when the peer went away mid-stream: the
      * handler must release what it holds and call hk_resp_end_stream(). */
     hk_req_cb on_abort;
+    /* Set by a handler whose work can be called off (queued off-loop work):
+     * called once when the server stops. The handler still ends the
+     * request, now or when its work comes back. */
+    hk_req_cb on_cancel;
     /* Per-request state handlers need across callbacks. */
     struct hk_store_op op;
     struct hk_webhook_in win;
@@ -76,7 +88,7 @@ struct hk_req {
     char req_id[129];          /* X-Request-Id: the client's (validated) or generated */
     char scratch[2048];        /* decoded query values */
     uv_work_t work;            /* off-loop work (CPU benchmark) */
-    uint64_t bench[5];         /* iterations, wall total, min, max, sum (ns) */
+    uint64_t bench[7];         /* CPU benchmark state (api/system.c) */
 };
 
 /* Which interesting header a value belongs to (parse bookkeeping). */
@@ -95,6 +107,7 @@ struct hk_session {
     struct hk_buf head;        /* URL + the header values hookd reads */
     struct hk_buf body;
     struct hk_buf out;         /* bytes for the transport */
+    size_t out_inflight;       /* bytes the transport has taken but the kernel has not (transport sets it) */
     struct hk_buf rbody;       /* response body under construction */
     struct hk_buf rhdr;        /* extra response headers under construction */
     struct hk_req req;
@@ -103,6 +116,8 @@ struct hk_session {
     uint32_t field_off;        /* start of the current header name in head */
     enum hk_hdr cur;
     uint32_t header_bytes;
+    uint32_t chunk_ext_bytes;  /* of the current chunk */
+    uint32_t served;           /* requests answered on this connection */
     int err_status;            /* set by a parser callback that rejects */
     const char *err_detail;
     uint64_t deadline_ms;      /* 0: none. Checked by the transport's sweep */
@@ -118,6 +133,7 @@ struct hk_session {
     bool want_drain;
     bool draining_server;      /* the server is shutting down: answer with close */
     bool expect_continue;
+    bool value_cut;            /* the last piece of a header value ended before the input did */
     uint8_t crlf_pending;      /* CRLF bytes after chunk data still to check */
     uint64_t chunk_left;
     const char *cur_end;       /* end of the bytes being parsed */
@@ -146,6 +162,20 @@ static inline size_t hk_session_backlog(const struct hk_session *s)
 {
     return s->in.len - s->in_pos;
 }
+/* Output the peer has not taken yet is over the bound: read and parse no more. */
+static inline bool hk_session_out_full(const struct hk_session *s)
+{
+    return s->out.len + s->out_inflight > HK_OUT_HIGH;
+}
+/* Between requests on a kept-alive connection, with nothing buffered either
+ * way: the transport may close it to admit a new client. */
+static inline bool hk_session_idle(const struct hk_session *s)
+{
+    return s->served > 0 && !s->busy && !s->in_message && !s->closing && !s->closed &&
+           s->in.len == s->in_pos && s->out.len == 0 && s->out_inflight == 0;
+}
+/* The transport's output went below the bound: go on with pipelined requests. */
+void hk_session_resume(struct hk_session *s);
 
 /* Called by the response layer when the current response is complete. */
 void hk_session_finish(struct hk_session *s);

@@ -149,7 +149,11 @@ static void family(struct hk_buf *b, const char *name, const char *type, const c
     hk_buf_putc(b, '\n');
 }
 
-/* A label value, escaped as the exposition format requires. */
+/* A label value, escaped as the exposition format requires. The format
+ * knows only three escapes (backslash, quote, LF); a raw CR or other
+ * control character would end the line for some readers and let a sender
+ * forge samples, and an unknown escape such as \r fails the whole scrape,
+ * so those become U+FFFD. */
 static void label_value(struct hk_buf *b, const char *p, size_t n)
 {
     hk_buf_putc(b, '"');
@@ -160,6 +164,8 @@ static void label_value(struct hk_buf *b, const char *p, size_t n)
             hk_buf_putc(b, c);
         } else if (c == '\n') {
             hk_buf_put(b, "\\n", 2);
+        } else if (((unsigned char)c < 0x20 && c != '\t') || c == 0x7f) {
+            hk_buf_put(b, "\xef\xbf\xbd", 3);
         } else {
             hk_buf_putc(b, c);
         }
@@ -520,6 +526,15 @@ void hk_metrics_render(struct hk_buf *b, struct hk_store *store, unsigned top_so
     counter(b, "hookd_connections_closed_total", "TCP connections closed.", closed);
     counter(b, "hookd_connections_rejected_total",
             "TCP connections answered 503 and closed because of the connection limit.", g.c[HK_C_CONN_REJECTED]);
+    counter(b, "hookd_connections_evicted_total",
+            "Idle kept-alive connections closed to admit a new client at the connection limit.",
+            g.c[HK_C_CONN_EVICTED]);
+    counter(b, "hookd_connections_shed_total",
+            "Connections closed because their peer stopped reading: send timeout or output buffer cap.",
+            g.c[HK_C_CONN_SHED]);
+    counter(b, "hookd_accept_failures_total",
+            "Failed accepts (out of file descriptors); each pauses accepting on its loop briefly.",
+            g.c[HK_C_ACCEPT_FAILED]);
     counter(b, "hookd_http_received_bytes_total", "Bytes read from TCP connections.", g.c[HK_C_BYTES_IN]);
     counter(b, "hookd_http_sent_bytes_total", "Bytes written to TCP connections.", g.c[HK_C_BYTES_OUT]);
     counter(b, "hookd_access_log_dropped_total", "Access-log lines dropped because stderr did not keep up.",

@@ -55,6 +55,9 @@ enum hk_counter {
     HK_C_CONN_ACCEPTED,
     HK_C_CONN_CLOSED,
     HK_C_CONN_REJECTED,        /* over the connection limit: 503 and close */
+    HK_C_CONN_EVICTED,         /* idle kept-alive connections closed to admit a new client */
+    HK_C_CONN_SHED,            /* closed: output stalled past the send timeout or over the buffer cap */
+    HK_C_ACCEPT_FAILED,        /* accept() failures (out of descriptors): accepting pauses */
     HK_C_BYTES_IN,
     HK_C_BYTES_OUT,
     HK_C_RECEIVED_OTHER,       /* webhooks whose source found no slot */

@@ -654,7 +654,9 @@ Test(http, busy_connection_outlives_idle_timeout)
 
 /* ---- connection limit ---- */
 
-Test(http, max_connections_rejects_then_recovers)
+/* At the limit, the longest-idle kept-alive connection makes room for a
+ * newcomer (as nginx does); the others keep working. */
+Test(http, max_connections_evicts_the_longest_idle)
 {
     const char *env[] = {"HOOKD_MAX_CONNECTIONS=4", "HOOKD_THREADS=1", NULL};
     hk_server_start(&srv, env);
@@ -667,7 +669,43 @@ Test(http, max_connections_rejects_then_recovers)
         cr_assert_eq(raw.nfinal, 1, "connection %d of 4 not served: %s", i, raw.buf);
         cr_assert_eq(raw.r[0].status, 200);
         hk_raw_free(&raw);
+        hk_sleep_ms(20);   /* a clear order of idleness */
     }
+    int fd5 = hk_tcp_connect(&srv);
+    cr_assert_eq(hk_tcp_sends(fd5, LIVE), 0);
+    struct hk_raw raw5 = {0};
+    hk_tcp_read(fd5, &raw5, 1, 3000);
+    cr_assert(raw5.nfinal == 1 && raw5.r[0].status == 200, "fifth connection not admitted: %s", raw5.buf);
+    hk_raw_free(&raw5);
+    struct hk_raw gone = {0};
+    cr_assert(hk_tcp_wait_closed(fds[0], &gone, 2000), "the longest-idle connection was not closed");
+    cr_expect_eq(gone.len, 0u, "it was closed without a response: %s", gone.buf);
+    hk_raw_free(&gone);
+    hk_tcp_close(fds[0]);
+    for (int i = 1; i < 4; i++) {
+        cr_assert_eq(hk_tcp_sends(fds[i], LIVE), 0);
+        struct hk_raw raw = {0};
+        hk_tcp_read(fds[i], &raw, 1, 3000);
+        cr_assert(raw.nfinal == 1 && raw.r[0].status == 200, "connection %d broken by the fifth: %s", i, raw.buf);
+        hk_raw_free(&raw);
+        hk_tcp_close(fds[i]);
+    }
+    hk_tcp_close(fd5);
+    hk_finish(&srv);
+}
+
+/* With every slot busy (requests under way), a newcomer gets 503 and
+ * nobody is disturbed; once they are done, newcomers are served again. */
+Test(http, max_connections_rejects_when_none_is_idle_then_recovers)
+{
+    const char *env[] = {"HOOKD_MAX_CONNECTIONS=4", "HOOKD_THREADS=1", NULL};
+    hk_server_start(&srv, env);
+    int fds[4];
+    for (int i = 0; i < 4; i++) {
+        fds[i] = hk_tcp_connect(&srv);
+        cr_assert_eq(hk_tcp_sends(fds[i], "GET /q/health/live HTTP/1.1\r\n"), 0);
+    }
+    hk_sleep_ms(100);
     /* The fifth: 503, or closed, but never a 2xx. */
     int fd5 = hk_tcp_try_connect(srv.port);
     if (fd5 >= 0) {
@@ -683,9 +721,9 @@ Test(http, max_connections_rejects_then_recovers)
         hk_tcp_close(fd5);
         hk_raw_free(&raw);
     }
-    /* The four still work. */
+    /* The four finish their requests undisturbed. */
     for (int i = 0; i < 4; i++) {
-        cr_assert_eq(hk_tcp_sends(fds[i], LIVE), 0);
+        cr_assert_eq(hk_tcp_sends(fds[i], "Host: x\r\n\r\n"), 0);
         struct hk_raw raw = {0};
         hk_tcp_read(fds[i], &raw, 1, 3000);
         cr_assert(raw.nfinal == 1 && raw.r[0].status == 200, "connection %d broken by the fifth: %s", i,

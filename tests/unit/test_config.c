@@ -127,3 +127,32 @@ Test(config, secret_from_file)
     hk_config_free(&c);
     unlink(path);
 }
+
+/* A secret on the command line is visible to every user (ps, /proc): the
+ * flag is remembered for main's warning and the value blanked in argv. */
+Test(config, secret_flags_are_flagged_and_blanked)
+{
+    char a0[] = "hookd", a1[] = "--webhook-secret", a2[] = "hunter2", a3[] = "--database-url=postgresql://u:pw@db/x";
+    char *argv[] = {a0, a1, a2, a3, NULL};
+    struct hk_config c;
+    char err[256] = "";
+    cr_assert_eq(hk_config_load(&c, 4, argv, err, sizeof err), HK_CONFIG_RUN, "%s", err);
+    cr_expect_str_eq(c.webhook_secret, "hunter2");
+    cr_expect_str_eq(c.database_url, "postgresql://u:pw@db/x");
+    cr_expect_not_null(c.secret_flag);
+    cr_expect_str_eq(a2, "*******");
+    cr_expect_null(strstr(a3, "pw"), "%s", a3);
+    hk_config_free(&c);
+}
+
+Test(config, urls_without_password_are_not_secrets)
+{
+    char a0[] = "hookd", a1[] = "--database-url", a2[] = "postgresql://u@db:5432/x";
+    char *argv[] = {a0, a1, a2, NULL};
+    struct hk_config c;
+    char err[256] = "";
+    cr_assert_eq(hk_config_load(&c, 3, argv, err, sizeof err), HK_CONFIG_RUN, "%s", err);
+    cr_expect_null(c.secret_flag);
+    cr_expect_str_eq(a2, "postgresql://u@db:5432/x");
+    hk_config_free(&c);
+}

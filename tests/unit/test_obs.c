@@ -285,6 +285,23 @@ Test(obs, source_label_values_are_escaped)
     free(text);
 }
 
+/* A CR (or another control character) in a source must neither end the
+ * sample's line nor use an escape the format does not have (\r would fail
+ * the whole scrape): it becomes U+FFFD. */
+Test(obs, control_characters_in_label_values_cannot_forge_lines)
+{
+    post("a\\rb\\u0001c\\nd");
+    struct prom p;
+    char *text;
+    scrape(&p, &text);
+    cr_expect_eq(prom_get(&p, "hookd_webhooks_received_total", "source=\"a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\\nd\""), 1,
+                 "%s", text);
+    cr_expect_null(strchr(text, '\r'), "a raw CR in the exposition");
+    cr_expect_null(strstr(text, "\\r"), "an escape the format does not define");
+    prom_free(&p);
+    free(text);
+}
+
 static const char *header(const char *resp, const char *name, char *out, size_t n)
 {
     char pat[64];

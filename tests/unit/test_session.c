@@ -223,3 +223,126 @@ Test(session, idle_timeout_closes_quietly)
     cr_expect(m.closed);
     cr_expect_eq(m.sent.len, before);
 }
+
+/* ---- strictness for deployments behind proxies ---- */
+
+static void expect_rejected(const char *status_line, const char *detail_part)
+{
+    cr_expect_not_null(strstr(sent(), status_line), "%s", sent());
+    cr_expect_not_null(strstr(sent(), "application/problem+json"), "%s", sent());
+    if (detail_part)
+        cr_expect_not_null(strstr(sent(), detail_part), "%s", sent());
+    cr_expect(m.closed, "the connection closes after a framing error");
+}
+
+Test(session, second_host_400)
+{
+    send_str("GET /q/health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
+    expect_rejected("HTTP/1.1 400 ", "more than one Host header");
+}
+
+Test(session, second_signature_400_without_a_secret)
+{
+    send_str("POST /api/webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "X-Hub-Signature-256: sha256=00\r\nX-hub-signature-256: sha256=11\r\nContent-Length: 2\r\n\r\n{}");
+    expect_rejected("HTTP/1.1 400 ", "X-Hub-Signature-256");
+}
+
+Test(session, second_idempotency_key_400)
+{
+    send_str("POST /api/webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Idempotency-Key: a\r\nIdempotency-Key: b\r\nContent-Length: 2\r\n\r\n{}");
+    expect_rejected("HTTP/1.1 400 ", NULL);
+}
+
+Test(session, obs_fold_400)
+{
+    send_str("GET /q/health/live HTTP/1.1\r\nHost: x\r\nX-A: one\r\n two\r\n\r\n");
+    expect_rejected("HTTP/1.1 400 ", "line folding");
+}
+
+Test(session, obs_fold_with_tab_split_across_reads_400)
+{
+    const char *a = "GET /q/health/live HTTP/1.1\r\nHost: x\r\nX-A: one\r";
+    hk_memio_feed(&m, a, strlen(a));
+    send_str("\n\ttwo\r\n\r\n");
+    expect_rejected("HTTP/1.1 400 ", "line folding");
+}
+
+Test(session, value_split_across_reads_is_not_folding)
+{
+    const char *a = "GET /q/health/live HTTP/1.1\r\nHost: x\r\nX-A: one";
+    hk_memio_feed(&m, a, strlen(a));
+    send_str(" two\r\n\r\n");
+    cr_expect_not_null(strstr(sent(), "HTTP/1.1 200 OK"), "%s", sent());
+    cr_expect_not(m.closed);
+}
+
+Test(session, other_http_versions_505)
+{
+    static const char *const versions[] = {"HTTP/1.2", "HTTP/2.0", "HTTP/0.9", "HTTP/3.0"};
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+        hk_memio_free(&m);
+        hk_memio_init(&m, &w);
+        char req[128];
+        snprintf(req, sizeof req, "GET /q/health/live %s\r\nHost: x\r\n\r\n", versions[i]);
+        send_str(req);
+        cr_expect_not_null(strstr(sent(), "HTTP/1.1 505 HTTP Version Not Supported"), "%s: %s", versions[i], sent());
+        cr_expect(m.closed, "%s", versions[i]);
+    }
+}
+
+Test(session, broken_version_syntax_400)
+{
+    send_str("GET /q/health/live HTTP/1.x\r\nHost: x\r\n\r\n");
+    expect_rejected("HTTP/1.1 400 ", NULL);
+}
+
+Test(session, long_chunk_extension_400)
+{
+    char req[1024];
+    char ext[300];
+    memset(ext, 'e', sizeof ext - 1);
+    ext[sizeof ext - 1] = 0;
+    snprintf(req, sizeof req,
+             "POST /api/webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n2;%s\r\n{}\r\n0\r\n\r\n", ext);
+    send_str(req);
+    expect_rejected("HTTP/1.1 400 ", "chunk extensions");
+}
+
+Test(session, chunk_extension_split_across_reads_400)
+{
+    const char *a = "POST /api/webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n2;n=";
+    hk_memio_feed(&m, a, strlen(a));
+    char v[200];
+    memset(v, 'v', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    hk_memio_feed(&m, v, strlen(v));
+    send_str(v);
+    expect_rejected("HTTP/1.1 400 ", "chunk extensions");
+}
+
+Test(session, short_chunk_extensions_are_ignored)
+{
+    send_str("POST /api/webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n19;a;c\r\n{\"source\":\"s\",\"eventType\"\r\n5;x=y\r\n:\"e\"}\r\n0\r\n\r\n");
+    cr_expect_not_null(strstr(sent(), "HTTP/1.1 201 Created"), "%s", sent());
+}
+
+Test(session, filters_that_are_not_utf8_text_400)
+{
+    static const char *const q[] = {"source=%ff%fe", "source=a%00b", "eventType=%c0%af", "eventType=%ed%a0%80"};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        char req[128];
+        m.sent.len = 0;
+        snprintf(req, sizeof req, "GET /api/webhooks?%s HTTP/1.1\r\nHost: x\r\n\r\n", q[i]);
+        send_str(req);
+        cr_expect_not_null(strstr(sent(), "HTTP/1.1 400 "), "%s: %s", q[i], sent());
+        cr_expect_not_null(strstr(sent(), "UTF-8"), "%s: %s", q[i], sent());
+    }
+    m.sent.len = 0;
+    send_str("GET /api/webhooks?source=caf%C3%A9 HTTP/1.1\r\nHost: x\r\n\r\n");
+    cr_expect_not_null(strstr(sent(), "HTTP/1.1 200 OK"), "%s", sent());
+}

@@ -12,7 +12,7 @@ ARGS ?=
 SETUP = test -f build/meson-private/coredata.dat || meson setup build --buildtype=release
 
 .DEFAULT_GOAL := build
-.PHONY: run build test clean fuzz compare image image-run manifests
+.PHONY: run build test torture clean fuzz compare image image-run manifests
 
 run:
 	@bash scripts/deps.sh run
@@ -28,6 +28,26 @@ build:
 test:
 	@bash scripts/deps.sh test
 	@bash scripts/test.sh
+
+# The hostile-client tests (tests/integ/test_hostile.c) at the sizes the
+# hardening issue quotes (HOOKD_TORTURE=1; make test runs a smaller slice of
+# each): release build in build/ as make test makes it, on SQLite and then on
+# a throwaway PostgreSQL cluster (scripts/pg.sh). Prints what each test
+# measured ("hostile: ..." lines). TORTURE_DIR picks another build directory.
+TORTURE_DIR ?= build
+torture:
+	@bash scripts/deps.sh test
+	@test -f $(TORTURE_DIR)/meson-private/coredata.dat || \
+		meson setup $(TORTURE_DIR) -Dbuildtype=release -Dwerror=true -Dtests=enabled
+	@meson introspect $(TORTURE_DIR) --buildoptions | /usr/bin/python3 -c \
+		'import json, sys; sys.exit({o["name"]: o["value"] for o in json.load(sys.stdin)}["tests"] == "disabled")' || \
+		meson configure $(TORTURE_DIR) -Dtests=enabled
+	ninja -C $(TORTURE_DIR) hookd tests/integ_hostile
+	@pg=$$(bash scripts/pg.sh start) || exit 1; \
+	trap 'bash scripts/pg.sh stop "$$pg"' EXIT; \
+	HOOKD_TEST_DATABASE_URL=$$(bash scripts/pg.sh url "$$pg") HOOKD_TORTURE=1 \
+		meson test -C $(TORTURE_DIR) --no-rebuild --print-errorlogs --verbose \
+		--timeout-multiplier 3 hostile hostile-pg
 
 # Open-ended fuzzing of the request path (FUZZ_TARGET=json for the decoder).
 # New inputs go to build-fuzz/corpus-<target>/; the committed seeds are read too.

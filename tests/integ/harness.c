@@ -1564,3 +1564,102 @@ void hk_finish(struct hk_server *s)
     hk_assert_alive(s);
     hk_server_stop_clean(s);
 }
+
+/* ---- the child process seen from /proc ---- */
+
+void hk_server_start_wrapped(struct hk_server *s, const char *const *extra_env,
+                             const char *const *wrapper)
+{
+    memset(s, 0, sizeof *s);
+    s->out_fd = -1;
+    make_dir(s);
+    size_t k = 0;
+    for (size_t i = 0; extra_env && extra_env[i]; i++) {
+        CHECK(i + 1 < HK_MAX_ENV, "too many extra env entries");
+        s->env[i] = xstrdup(extra_env[i]);
+        k = i + 1;
+    }
+    if (hk_store_is_pg() && !names_database_url(extra_env))
+        pg_attach_db(s, k);
+    const char *argv[HK_MAX_ARGS + 2];
+    size_t a = 0;
+    for (size_t i = 0; wrapper && wrapper[i]; i++) {
+        CHECK(a < HK_MAX_ARGS, "wrapper command too long");
+        argv[a++] = wrapper[i];
+    }
+    argv[a++] = hookd_bin();
+    argv[a] = NULL;
+    s->pid = hk_spawn_cmd(s->dir, (const char *const *)s->env, argv, -1, &s->out_fd, s->stderr_path);
+    wait_ready(s);
+}
+
+/* Small /proc files in one read; returns the length or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = 0;
+    while (len + 1 < n) {
+        ssize_t r = read(fd, buf + len, n - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = 0;
+    return (ssize_t)len;
+}
+
+long hk_proc_rss_kb(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (pid <= 0 || read_small(path, buf, sizeof buf) < 0)
+        return -1;
+    const char *p = strstr(buf, "\nVmRSS:");
+    return p ? strtol(p + 7, NULL, 10) : -1;
+}
+
+double hk_proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (pid <= 0 || read_small(path, buf, sizeof buf) < 0)
+        return -1;
+    /* The command name may hold spaces and parentheses: fields count from
+     * the last ')'. utime and stime are fields 14 and 15. */
+    const char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    unsigned long long ut = 0, st = 0;
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return (double)(ut + st) / (double)(hz > 0 ? hz : 100);
+}
+
+int hk_proc_nofile(pid_t pid, long *soft, long *hard)
+{
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    if (pid <= 0 || read_small(path, buf, sizeof buf) < 0)
+        return -1;
+    const char *p = strstr(buf, "Max open files");
+    if (!p)
+        return -1;
+    char s1[32], s2[32];
+    if (sscanf(p + strlen("Max open files"), "%31s %31s", s1, s2) != 2)
+        return -1;
+    *soft = strcmp(s1, "unlimited") == 0 ? -1 : strtol(s1, NULL, 10);
+    *hard = strcmp(s2, "unlimited") == 0 ? -1 : strtol(s2, NULL, 10);
+    return 0;
+}
+
+long long hk_server_stderr_size(const struct hk_server *s)
+{
+    struct stat st;
+    return stat(s->stderr_path, &st) == 0 ? (long long)st.st_size : -1;
+}

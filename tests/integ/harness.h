@@ -258,4 +258,25 @@ const struct hk_raw_resp *hk_raw_final(const struct hk_raw *raw, int i);
 int64_t hk_now_ms(void);
 void hk_sleep_ms(int ms);
 
+/* ---- the child process seen from /proc (hostile-client tests) ---- */
+
+/* Start hookd like hk_server_start, but through `wrapper`, a command that
+ * ends by exec'ing the program given after it (NULL-terminated, e.g.
+ * {"prlimit", "--nofile=256:256", "--", NULL}); $HOOKD_BIN is appended. The
+ * wrapper must exec, not fork, so s->pid is hookd's own pid. Fails the test
+ * when hookd does not start. hk_server_restart runs hookd without it. */
+void hk_server_start_wrapped(struct hk_server *s, const char *const *extra_env,
+                             const char *const *wrapper);
+/* Resident set size of `pid` in KiB (VmRSS in /proc/<pid>/status); -1 when
+ * it cannot be read. Never asserts; thread-safe. */
+long hk_proc_rss_kb(pid_t pid);
+/* CPU time `pid` has used, user plus system, in seconds (/proc/<pid>/stat);
+ * -1 when it cannot be read. Never asserts. */
+double hk_proc_cpu_s(pid_t pid);
+/* "Max open files" of `pid` (/proc/<pid>/limits): 0 and *soft, *hard
+ * (-1 for unlimited), or -1 when it cannot be read. Never asserts. */
+int hk_proc_nofile(pid_t pid, long *soft, long *hard);
+/* Size of the server's stderr log in bytes (-1 when missing). */
+long long hk_server_stderr_size(const struct hk_server *s);
+
 #endif

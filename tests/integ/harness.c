@@ -581,8 +581,8 @@ static void pg_attach_db(struct hk_server *s, size_t k)
     s->env[k] = e.p;
 }
 
-void hk_server_start_args(struct hk_server *s, const char *const *extra_env,
-                          const char *const *args)
+/* A fresh directory and the environment a start gives hookd. */
+static void prepare(struct hk_server *s, const char *const *extra_env)
 {
     memset(s, 0, sizeof *s);
     s->out_fd = -1;
@@ -595,6 +595,12 @@ void hk_server_start_args(struct hk_server *s, const char *const *extra_env,
     }
     if (hk_store_is_pg() && !names_database_url(extra_env))
         pg_attach_db(s, k);
+}
+
+void hk_server_start_args(struct hk_server *s, const char *const *extra_env,
+                          const char *const *args)
+{
+    prepare(s, extra_env);
     for (size_t i = 0; args && args[i]; i++) {
         CHECK(i + 1 < HK_MAX_ARGS, "too many extra args");
         s->args[i] = xstrdup(args[i]);
@@ -1570,17 +1576,7 @@ void hk_finish(struct hk_server *s)
 void hk_server_start_wrapped(struct hk_server *s, const char *const *extra_env,
                              const char *const *wrapper)
 {
-    memset(s, 0, sizeof *s);
-    s->out_fd = -1;
-    make_dir(s);
-    size_t k = 0;
-    for (size_t i = 0; extra_env && extra_env[i]; i++) {
-        CHECK(i + 1 < HK_MAX_ENV, "too many extra env entries");
-        s->env[i] = xstrdup(extra_env[i]);
-        k = i + 1;
-    }
-    if (hk_store_is_pg() && !names_database_url(extra_env))
-        pg_attach_db(s, k);
+    prepare(s, extra_env);
     const char *argv[HK_MAX_ARGS + 2];
     size_t a = 0;
     for (size_t i = 0; wrapper && wrapper[i]; i++) {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "config.h"
+#include "core/config.h"
 #include "http/memio.h"
 
 static struct hk_config cfg;

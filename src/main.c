@@ -13,7 +13,7 @@
 #include <uv.h>
 
 #include "api/api.h"
-#include "config.h"
+#include "core/config.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/hmac.h"

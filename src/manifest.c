@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "hk_build.h"
 
 /* hookd's port inside the container; Knative passes it again as $PORT. */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "config.h"
+#include "core/config.h"
 #include "core/clock.h"
 #include "hk_build.h"
 #include "http/query.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api/api.h"
-#include "config.h"
+#include "core/config.h"
 #include "core/hmac.h"
 #include "core/utf8.h"
 #include "http/query.h"

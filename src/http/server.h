@@ -10,7 +10,7 @@
 #include <time.h>
 #include <uv.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "store/store.h"
 
 struct hk_conn;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "core/config.h"
 
 static void clean_env(void)
 {

@@ -15,7 +15,7 @@
 
 #include "../prom.h"
 #include "api/api.h"
-#include "config.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "hk_build.h"
 #include "http/memio.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "config.h"
+#include "core/config.h"
 #include "http/memio.h"
 #include "http/resp.h"
 

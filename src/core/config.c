@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * Configuration: one table of options, each settable by environment
  * variable or --flag, parsed and range-checked before anything starts. */
-#include "config.h"
+#include "core/config.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -12,9 +12,11 @@
 #include "api/api.h"
 #include "core/config.h"
 #include "http/memio.h"
+#include "store/store.h"
 
 static struct hk_config cfg;
 static struct hk_worker w;
+static struct hk_api *api;
 static struct hk_store *store;
 
 static void setup(void)
@@ -30,8 +32,9 @@ static void setup(void)
         abort();
     char path[64];
     snprintf(path, sizeof path, "%s/fuzz.db", dir);
-    store = hk_sqlite_open(path, false, err, sizeof err);
-    if (!store || hk_worker_init(&w, &cfg, store) < 0)
+    store = hk_sqlite_open(&(struct hk_sqlite_opts){.path = path}, err, sizeof err);
+    api = hk_api_new(&cfg, store, 0);
+    if (!store || hk_worker_init(&w, &cfg, hk_api_app(api)) < 0)
         abort();
     hk_api_init();
     /* The file is reopened by the process only; remove the name at once. */

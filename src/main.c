@@ -34,7 +34,6 @@ __attribute__((constructor(101))) static void mark_start(void)
 }
 
 static struct hk_server *server;
-static int stop_signal;
 
 /* HOOKD_EXIT_IDLE_AFTER: the main loop samples the server's connection
  * counters; a spell with none open and none accepted that lasts the
@@ -113,7 +112,6 @@ static void begin_stop(void)
 static void on_signal(uv_signal_t *h, int signum)
 {
     (void)h;
-    stop_signal = signum;
     hk_info("stopping", "\"signal\":\"%s\"", strsignal(signum));
     begin_stop();
 }
@@ -193,117 +191,152 @@ static struct hk_store *open_pg(const struct hk_config *cfg, char *err, size_t e
     return NULL;
 }
 
+/* PostgreSQL when DATABASE_URL is set, else SQLite; NULL after one log line. */
+static struct hk_store *open_store(const struct hk_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->database_url)
+        return open_pg(cfg, err, errlen);
+    struct hk_sqlite_opts so = {.path = cfg->sqlite_path, .sync_full = cfg->sqlite_sync_full,
+                                .queue_max = cfg->sqlite_queue_max, .busy_ms = cfg->sqlite_busy_ms};
+    struct hk_store *store = hk_sqlite_open(&so, err, errlen);
+    if (!store)
+        log_failure("cannot open the store",
+                    (const char *const[]){"backend", "sqlite", "path", cfg->sqlite_path, "error", err, NULL});
+    return store;
+}
+
+/* Configuration, logging, inherited sockets and descriptor limits. Returns
+ * -1 to go on, else the exit status (0 after --help or --version). */
+static int configure(struct hk_config *cfg, int argc, char **argv, bool *capped)
+{
+    char err[512];
+    int cr = hk_config_load(cfg, argc, argv, err, sizeof err);
+    if (cr == HK_CONFIG_EXIT)
+        return 0;
+    if (cr == HK_CONFIG_ERROR) {
+        fprintf(stderr, "hookd: %s\n", err);
+        return 2;
+    }
+    hk_log_set_level((enum hk_log_level)cfg->log_level);
+    hk_sd_notify_socket(cfg->notify_socket);
+    if (cfg->secret_flag)
+        hk_warn("a secret was given on the command line, where other users can read it (ps, /proc): "
+                "use the environment or a file instead (HOOKD_WEBHOOK_SECRET_FILE, DATABASE_URL_FILE)",
+                "\"flag\":\"--%s\"", cfg->secret_flag);
+    cfg->n_listen_fds = hk_sd_listen_fds(cfg->listen_pid_env, cfg->listen_fds_env, cfg->listen_fds,
+                                         HK_SD_MAX_LISTEN_FDS, err, sizeof err);
+    if (cfg->n_listen_fds < 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        cfg->n_listen_fds = 0;
+        return 2;
+    }
+    rlim_t fd_limit;
+    unsigned max_conn_asked = cfg->max_connections;
+    *capped = fit_fd_limit(cfg, &fd_limit);
+    if (*capped)
+        hk_warn("max connections lowered to fit the file descriptor limit",
+                "\"maxConnections\":%u,\"configured\":%u,\"fdLimit\":%llu", cfg->max_connections, max_conn_asked,
+                (unsigned long long)fd_limit);
+    if (cfg->webhook_secret && hk_hmac_init(err, sizeof err) < 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        return 2;
+    }
+    return -1;
+}
+
+/* SIGTERM and SIGINT on loop 0. The handles live in main's frame until
+ * hk_server_run returns. */
+static void watch_signals(uv_loop_t *loop, uv_signal_t sig[2])
+{
+    uv_signal_init(loop, &sig[0]);
+    uv_signal_init(loop, &sig[1]);
+    signals[0] = &sig[0];
+    signals[1] = &sig[1];
+    uv_signal_start(&sig[0], on_signal, SIGTERM);
+    uv_signal_start(&sig[1], on_signal, SIGINT);
+}
+
+/* HOOKD_EXIT_IDLE_AFTER: sample the connection counters on loop 0. */
+static void watch_idle(uv_loop_t *loop, uint64_t after_ms)
+{
+    idle_after_ms = after_ms;
+    uv_update_time(loop);
+    idle_since_ms = uv_now(loop);
+    uint64_t every = idle_after_ms / 10;
+    every = every < 10 ? 10 : every > 1000 ? 1000 : every;
+    uv_timer_init(loop, &idle_timer);
+    uv_timer_start(&idle_timer, on_idle_check, every, every);
+    idle_timer_on = true;
+}
+
+/* The ready line on stdout, READY=1 for a service manager, the started
+ * log line: in that order, so that whoever waits for one sees the others. */
+static void announce(const struct hk_config *cfg, int port, const char *backend, bool capped)
+{
+    double secs = (double)(hk_mono_ns() - t_start) / 1e9;
+    /* With inherited sockets, the address is the service manager's choice. */
+    char host[64];
+    snprintf(host, sizeof host, "%s", cfg->host);
+    if (cfg->n_listen_fds > 0 && hk_sd_sockname(cfg->listen_fds[0], host, sizeof host, &port) < 0)
+        snprintf(host, sizeof host, "%s", "unknown");
+    bool v6 = strchr(host, ':');
+    printf("hookd %s started in %.6fs. Listening on: http://%s%s%s:%d\n", HK_VERSION, secs, v6 ? "[" : "", host,
+           v6 ? "]" : "", port);
+    fflush(stdout);
+    char status[160];
+    snprintf(status, sizeof status, "READY=1\nSTATUS=Listening on http://%s%s%s:%d%s", v6 ? "[" : "", host,
+             v6 ? "]" : "", port, cfg->n_listen_fds > 0 ? " (socket activation)" : "");
+    hk_sd_notify(status);
+    hk_info("started",
+            "\"version\":\"%s\",\"port\":%d,\"eventLoops\":%d,\"store\":\"%s\",\"startedInMs\":%.3f,"
+            "\"maxConnections\":%u%s",
+            HK_VERSION, port, cfg->threads, backend, secs * 1000, cfg->max_connections,
+            capped ? ",\"maxConnectionsCapped\":\"file descriptor limit\"" : "");
+}
+
 int main(int argc, char **argv)
 {
     struct hk_config cfg;
     struct hk_store *store = NULL;
+    struct hk_api *api = NULL;
     char err[512];
-    int rc = 1;
+    bool capped = false;
     if (argc > 1 && strcmp(argv[1], "manifest") == 0)
         return hk_manifest_main(argc - 1, argv + 1, stdout);
-    int cr = hk_config_load(&cfg, argc, argv, err, sizeof err);
-    if (cr == HK_CONFIG_EXIT) {
-        rc = 0;
+    int rc = configure(&cfg, argc, argv, &capped);
+    if (rc >= 0)
         goto out;
-    }
-    if (cr == HK_CONFIG_ERROR) {
-        fprintf(stderr, "hookd: %s\n", err);
-        rc = 2;
-        goto out;
-    }
-    hk_log_set_level((enum hk_log_level)cfg.log_level);
-    if (cfg.secret_flag)
-        hk_warn("a secret was given on the command line, where other users can read it (ps, /proc): "
-                "use the environment or a file instead (HOOKD_WEBHOOK_SECRET_FILE, DATABASE_URL_FILE)",
-                "\"flag\":\"--%s\"", cfg.secret_flag);
-    cfg.n_listen_fds = hk_sd_listen_fds(cfg.listen_fds, HK_SD_MAX_LISTEN_FDS, err, sizeof err);
-    if (cfg.n_listen_fds < 0) {
-        fprintf(stderr, "hookd: %s\n", err);
-        cfg.n_listen_fds = 0;
-        rc = 2;
-        goto out;
-    }
-    rlim_t fd_limit;
-    unsigned max_conn_asked = cfg.max_connections;
-    bool capped = fit_fd_limit(&cfg, &fd_limit);
-    if (capped)
-        hk_warn("max connections lowered to fit the file descriptor limit",
-                "\"maxConnections\":%u,\"configured\":%u,\"fdLimit\":%llu", cfg.max_connections, max_conn_asked,
-                (unsigned long long)fd_limit);
+    rc = 1;
     signal(SIGPIPE, SIG_IGN);
     /* SIGTERM/SIGINT wait until the loop can take them; the threads started
      * meanwhile inherit the mask, so the main thread gets them. */
     sigset_t old_mask;
     block_stop_signals(&old_mask);
-    if (cfg.webhook_secret && hk_hmac_init(err, sizeof err) < 0) {
-        fprintf(stderr, "hookd: %s\n", err);
-        rc = 2;
+    store = open_store(&cfg, err, sizeof err);
+    if (!store)
         goto out;
-    }
-    if (cfg.database_url) {
-        store = open_pg(&cfg, err, sizeof err);
-        if (!store)
-            goto out;
-    } else {
-        store = hk_sqlite_open(cfg.sqlite_path, cfg.sqlite_sync_full, err, sizeof err);
-        if (!store) {
-            log_failure("cannot open the store",
-                        (const char *const[]){"backend", "sqlite", "path", cfg.sqlite_path, "error", err, NULL});
-            goto out;
-        }
-    }
     int port = 0;
-    if (hk_server_start(&server, &cfg, store, t_start, &port, err, sizeof err) < 0) {
+    api = hk_api_new(&cfg, store, t_start);
+    if (hk_server_start(&server, &cfg, hk_api_app(api), &port, err, sizeof err) < 0) {
         log_failure("cannot start", (const char *const[]){"error", err, NULL});
         goto out;
     }
     drain_timeout_ms = cfg.drain_timeout_ms;
     uv_loop_t *loop = hk_server_loop(server);
-    uv_signal_t sigterm, sigint;
-    uv_signal_init(loop, &sigterm);
-    uv_signal_init(loop, &sigint);
-    signals[0] = &sigterm;
-    signals[1] = &sigint;
-    uv_signal_start(&sigterm, on_signal, SIGTERM);
-    uv_signal_start(&sigint, on_signal, SIGINT);
+    uv_signal_t sig[2];
+    watch_signals(loop, sig);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-    double secs = (double)(hk_mono_ns() - t_start) / 1e9;
-    /* With inherited sockets, the address is the service manager's choice. */
-    char host[64];
-    snprintf(host, sizeof host, "%s", cfg.host);
-    if (cfg.n_listen_fds > 0 && hk_sd_sockname(cfg.listen_fds[0], host, sizeof host, &port) < 0)
-        snprintf(host, sizeof host, "%s", "unknown");
-    int v6 = strchr(host, ':') != NULL;
-    printf("hookd %s started in %.6fs. Listening on: http://%s%s%s:%d\n", HK_VERSION, secs, v6 ? "[" : "", host,
-           v6 ? "]" : "", port);
-    fflush(stdout);
-    /* After the ready line: whoever waits for either sees the same moment. */
-    char status[160];
-    snprintf(status, sizeof status, "READY=1\nSTATUS=Listening on http://%s%s%s:%d%s", v6 ? "[" : "", host,
-             v6 ? "]" : "", port, cfg.n_listen_fds > 0 ? " (socket activation)" : "");
-    hk_sd_notify(status);
-    if (cfg.exit_idle_after_ms > 0) {
-        idle_after_ms = cfg.exit_idle_after_ms;
-        uv_update_time(loop);
-        idle_since_ms = uv_now(loop);
-        uint64_t every = idle_after_ms / 10;
-        every = every < 10 ? 10 : every > 1000 ? 1000 : every;
-        uv_timer_init(loop, &idle_timer);
-        uv_timer_start(&idle_timer, on_idle_check, every, every);
-        idle_timer_on = true;
-    }
-    hk_info("started",
-            "\"version\":\"%s\",\"port\":%d,\"eventLoops\":%d,\"store\":\"%s\",\"startedInMs\":%.3f,"
-            "\"maxConnections\":%u%s",
-            HK_VERSION, port, cfg.threads, store->vt->name, secs * 1000, cfg.max_connections,
-            capped ? ",\"maxConnectionsCapped\":\"file descriptor limit\"" : "");
-
+    announce(&cfg, port, store->vt->name, capped);
+    if (cfg.exit_idle_after_ms > 0)
+        watch_idle(loop, cfg.exit_idle_after_ms);
     hk_server_run(server);
     hk_server_join(server);
     hk_server_free(server);
     rc = 0;
     hk_info("stopped", NULL);
 out:
+    if (api)
+        hk_api_free(api);
     if (store)
         store->vt->close(store);
     hk_config_free(&cfg);

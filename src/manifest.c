@@ -115,6 +115,78 @@ static int bad(const char *fmt, const char *v)
     return 2;
 }
 
+/* One flag's value into `o`. Returns 0, or 2 after a message. */
+static int set_flag(struct mopts *o, const char *name, const char *v)
+{
+    struct {
+        const char *flag;
+        long *num;
+        long min, max;
+        const char **str;
+    } tab[] = {
+        {"--image", NULL, 0, 0, &o->image},
+        {"--name", NULL, 0, 0, &o->name},
+        {"--namespace", NULL, 0, 0, &o->ns},
+        {"--secret", NULL, 0, 0, &o->secret},
+        {"--cpu-request", NULL, 0, 0, &o->cpu_request},
+        {"--cpu-limit", NULL, 0, 0, &o->cpu_limit},
+        {"--memory-request", NULL, 0, 0, &o->mem_request},
+        {"--memory-limit", NULL, 0, 0, &o->mem_limit},
+        {"--min-scale", &o->min_scale, 0, 10000, NULL},
+        {"--max-scale", &o->max_scale, 0, 10000, NULL},
+        {"--target", &o->target, 1, 100000, NULL},
+        {"--container-concurrency", &o->concurrency, 0, 1000, NULL},
+        {"--timeout-seconds", &o->timeout_s, 1, 3600, NULL},
+        {"--replicas", &o->replicas, 0, 10000, NULL},
+        {"--drain-seconds", &o->drain_s, 0, 3600, NULL},
+    };
+    size_t i = 0;
+    while (i < sizeof tab / sizeof tab[0] && strcmp(tab[i].flag, name) != 0)
+        i++;
+    if (i == sizeof tab / sizeof tab[0])
+        return bad("unknown flag \"%s\" (see hookd manifest --help)", name);
+    if (tab[i].str) {
+        *tab[i].str = v;
+        return 0;
+    }
+    int64_t n;
+    if (hk_parse_int(v, tab[i].min, tab[i].max, &n) < 0) {
+        fprintf(stderr, "hookd manifest: invalid %s \"%s\": expected an integer from %ld to %ld\n", name, v,
+                tab[i].min, tab[i].max);
+        return 2;
+    }
+    *tab[i].num = (long)n;
+    return 0;
+}
+
+/* The options together: required, well-formed, consistent. */
+static int check_opts(struct mopts *o)
+{
+    if (!o->image)
+        return bad("%s", "--image is required (see hookd manifest --help)");
+    if (!image_ref(o->image))
+        return bad("invalid --image \"%s\": expected an image reference such as repo/name:tag", o->image);
+    if (!dns_label(o->name, true))
+        return bad("invalid --name \"%s\": expected a DNS label (a-z, 0-9, '-', at most 63)", o->name);
+    if (o->ns && !dns_label(o->ns, false))
+        return bad("invalid --namespace \"%s\": expected a DNS label", o->ns);
+    if (!o->secret) {
+        snprintf(o->secret_buf, sizeof o->secret_buf, "%s-db", o->name);
+        o->secret = o->secret_buf;
+    }
+    if (!dns_subdomain(o->secret))
+        return bad("invalid --secret \"%s\": expected a DNS subdomain", o->secret);
+    const char *q[] = {o->cpu_request, o->cpu_limit, o->mem_request, o->mem_limit};
+    for (size_t i = 0; i < 4; i++)
+        if (!quantity(q[i]))
+            return bad("invalid resource quantity \"%s\" (such as 100m, 1, 32Mi)", q[i]);
+    if (o->max_scale && o->max_scale < o->min_scale)
+        return bad("%s", "--max-scale is below --min-scale");
+    if (o->drain_s >= o->timeout_s && strcmp(o->kind, "knative") == 0)
+        return bad("%s", "--drain-seconds must be below --timeout-seconds (Knative's grace period)");
+    return 0;
+}
+
 static int parse_args(struct mopts *o, int argc, char **argv)
 {
     for (int a = 2; a < argc; a++) {
@@ -140,68 +212,11 @@ static int parse_args(struct mopts *o, int argc, char **argv)
                 return bad("flag %s needs a value", name);
             v = argv[++a];
         }
-        struct {
-            const char *flag;
-            long *num;
-            long min, max;
-            const char **str;
-        } tab[] = {
-            {"--image", NULL, 0, 0, &o->image},
-            {"--name", NULL, 0, 0, &o->name},
-            {"--namespace", NULL, 0, 0, &o->ns},
-            {"--secret", NULL, 0, 0, &o->secret},
-            {"--cpu-request", NULL, 0, 0, &o->cpu_request},
-            {"--cpu-limit", NULL, 0, 0, &o->cpu_limit},
-            {"--memory-request", NULL, 0, 0, &o->mem_request},
-            {"--memory-limit", NULL, 0, 0, &o->mem_limit},
-            {"--min-scale", &o->min_scale, 0, 10000, NULL},
-            {"--max-scale", &o->max_scale, 0, 10000, NULL},
-            {"--target", &o->target, 1, 100000, NULL},
-            {"--container-concurrency", &o->concurrency, 0, 1000, NULL},
-            {"--timeout-seconds", &o->timeout_s, 1, 3600, NULL},
-            {"--replicas", &o->replicas, 0, 10000, NULL},
-            {"--drain-seconds", &o->drain_s, 0, 3600, NULL},
-        };
-        size_t i = 0;
-        while (i < sizeof tab / sizeof tab[0] && strcmp(tab[i].flag, name) != 0)
-            i++;
-        if (i == sizeof tab / sizeof tab[0])
-            return bad("unknown flag \"%s\" (see hookd manifest --help)", name);
-        if (tab[i].str) {
-            *tab[i].str = v;
-            continue;
-        }
-        int64_t n;
-        if (hk_parse_int(v, tab[i].min, tab[i].max, &n) < 0) {
-            fprintf(stderr, "hookd manifest: invalid %s \"%s\": expected an integer from %ld to %ld\n", name, v,
-                    tab[i].min, tab[i].max);
-            return 2;
-        }
-        *tab[i].num = (long)n;
+        int rc = set_flag(o, name, v);
+        if (rc)
+            return rc;
     }
-    if (!o->image)
-        return bad("%s", "--image is required (see hookd manifest --help)");
-    if (!image_ref(o->image))
-        return bad("invalid --image \"%s\": expected an image reference such as repo/name:tag", o->image);
-    if (!dns_label(o->name, true))
-        return bad("invalid --name \"%s\": expected a DNS label (a-z, 0-9, '-', at most 63)", o->name);
-    if (o->ns && !dns_label(o->ns, false))
-        return bad("invalid --namespace \"%s\": expected a DNS label", o->ns);
-    if (!o->secret) {
-        snprintf(o->secret_buf, sizeof o->secret_buf, "%s-db", o->name);
-        o->secret = o->secret_buf;
-    }
-    if (!dns_subdomain(o->secret))
-        return bad("invalid --secret \"%s\": expected a DNS subdomain", o->secret);
-    const char *q[] = {o->cpu_request, o->cpu_limit, o->mem_request, o->mem_limit};
-    for (size_t i = 0; i < 4; i++)
-        if (!quantity(q[i]))
-            return bad("invalid resource quantity \"%s\" (such as 100m, 1, 32Mi)", q[i]);
-    if (o->max_scale && o->max_scale < o->min_scale)
-        return bad("%s", "--max-scale is below --min-scale");
-    if (o->drain_s >= o->timeout_s && strcmp(o->kind, "knative") == 0)
-        return bad("%s", "--drain-seconds must be below --timeout-seconds (Knative's grace period)");
-    return 0;
+    return check_opts(o);
 }
 
 static void header(FILE *f, const struct mopts *o, int argc, char **argv)

@@ -1,26 +1,35 @@
 /* SPDX-License-Identifier: MIT
- * The API's handlers and the entry point the HTTP layer calls per request. */
+ * The application: hookd's routes and handlers, handed to the transport as
+ * one struct hk_app. main.c makes one hk_api per process; the transport
+ * calls its hooks on every loop. */
 #ifndef HK_API_H
 #define HK_API_H
 
-struct hk_req;
+#include <stdint.h>
+
+#include "http/route.h"
+
+struct hk_api;
+struct hk_app;
+struct hk_config;
+struct hk_store;
+
+/* The application over `store`. `cfg` and `store` are borrowed for its
+ * life; `start_ns` is the process start (hk_mono_ns) for uptime. */
+struct hk_api *hk_api_new(const struct hk_config *cfg, struct hk_store *store, uint64_t start_ns);
+/* Its hooks, for hk_server_start or hk_worker_init; valid until hk_api_free. */
+const struct hk_app *hk_api_app(struct hk_api *a);
+/* After every loop that used it has stopped. */
+void hk_api_free(struct hk_api *a);
 
 /* Read what /api/system/info reports that never changes (uname, memory
  * limit, CPUs). Idempotent and thread-safe; runs on first use if not called. */
 void hk_api_init(void);
 
-/* Route the request and run its handler (or answer 404/405). */
-void hk_api_dispatch(struct hk_req *r);
-
-void hk_api_webhook_create(struct hk_req *r);
-void hk_api_webhook_list(struct hk_req *r);
-void hk_api_webhook_get(struct hk_req *r);
-void hk_api_webhook_delete(struct hk_req *r);
-void hk_api_system_info(struct hk_req *r);
-void hk_api_system_benchmark(struct hk_req *r);
-void hk_api_health(struct hk_req *r);
-void hk_api_health_live(struct hk_req *r);
-void hk_api_health_ready(struct hk_req *r);
-void hk_api_health_started(struct hk_req *r);
+/* The route table: method, template and handler of every route, in the
+ * order the matcher needs (same templates adjacent). The metrics' uri
+ * labels and the OpenAPI check are derived from it. */
+extern const struct hk_route hk_api_routes[];
+extern const int hk_api_nroutes;
 
 #endif

@@ -5,15 +5,11 @@
 #include <strings.h>
 #include <string.h>
 
-#include "api/api.h"
-#include "core/config.h"
+#include "api/api_int.h"
+#include "core/ascii.h"
 #include "core/hmac.h"
 #include "core/utf8.h"
 #include "http/query.h"
-#include "http/resp.h"
-#include "http/server.h"
-#include "json/webhook_json.h"
-#include "obs/obs.h"
 
 #define LIST_DEFAULT 100
 #define LIST_MAX 1000
@@ -25,17 +21,18 @@
 
 static struct hk_store_loop *sl_of(struct hk_req *r)
 {
-    return r->s->w->sl;
+    return api_loop(r)->sl;
 }
 
 static void submit(struct hk_req *r)
 {
-    hk_obs_store_start(r);
-    int rc = hk_store_submit(sl_of(r), &r->op);
+    struct hk_store_op *op = &api_req(r)->op;
+    hk_api_store_begin(r);
+    int rc = hk_store_submit(sl_of(r), op);
     if (rc < 0) {
-        hk_obs_store_done(r, (int)r->op.kind, rc);
-        if (r->op.kind == HK_OP_INSERT)
-            hk_obs_rejected(r, HK_REJ_STORE_UNAVAILABLE);
+        hk_api_store_end(r, (int)op->kind, rc);
+        if (op->kind == HK_OP_INSERT)
+            hk_obs_rejected(api_loop(r)->obs, HK_REJ_STORE_UNAVAILABLE);
         hk_resp_store_error(r, rc);
     }
 }
@@ -59,7 +56,7 @@ static int json_content_type(const char *ct, size_t n)
 /* GitHub's scheme: X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>. */
 static int signature_ok(struct hk_req *r)
 {
-    const struct hk_config *cfg = r->s->w->cfg;
+    const struct hk_config *cfg = api_cfg(r);
     if (!r->signature || r->signature_len != 7 + 64 || strncasecmp(r->signature, "sha256=", 7) != 0)
         return 0;
     unsigned char mac[32];
@@ -67,18 +64,8 @@ static int signature_ok(struct hk_req *r)
                        mac) < 0)
         return 0;
     unsigned char given[32];
-    for (int i = 0; i < 32; i++) {
-        int v = 0;
-        for (int j = 0; j < 2; j++) {
-            char c = r->signature[7 + 2 * i + j];
-            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-            if (d < 0)
-                return 0;
-            v = v << 4 | d;
-        }
-        given[i] = (unsigned char)v;
-    }
+    if (hk_hex_decode(r->signature + 7, given, sizeof given) < 0)
+        return 0;
     return hk_hmac_equal(given, mac, 32) == 0;
 }
 
@@ -94,15 +81,16 @@ static void create_row(struct hk_store_op *op, const struct hk_webhook *row)
 static void create_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
-    hk_obs_store_done(r, HK_OP_INSERT, op->status);
+    struct hk_obs *obs = api_loop(r)->obs;
+    hk_api_store_end(r, HK_OP_INSERT, op->status);
     if (op->status < 0) {
         r->s->rhdr.len = 0;
-        hk_obs_rejected(r, op->status == HK_ECONFLICT ? HK_REJ_IDEMPOTENCY_CONFLICT : HK_REJ_STORE_UNAVAILABLE);
+        hk_obs_rejected(obs, op->status == HK_ECONFLICT ? HK_REJ_IDEMPOTENCY_CONFLICT : HK_REJ_STORE_UNAVAILABLE);
         hk_resp_store_error(r, op->status);
         return;
     }
     if (!op->replayed)
-        hk_obs_received(r, op->row.source, op->row.source_len);
+        hk_obs_received(obs, op->row.source, op->row.source_len);
     if (op->replayed)
         hk_resp_header(r, "Idempotent-Replayed", "true", 4);
     hk_resp_send(r, op->replayed ? 200 : 201, HK_CT_JSON);
@@ -124,55 +112,49 @@ static void violations(struct hk_req *r, const struct hk_webhook_in *in)
     hk_buf_putc(b, ']');
     hk_resp_put_instance(r, b);
     hk_buf_putc(b, '}');
-    hk_obs_rejected(r, HK_REJ_VALIDATION);
+    hk_obs_rejected(api_loop(r)->obs, HK_REJ_VALIDATION);
     hk_resp_send(r, 400, HK_CT_PROBLEM);
 }
 
 static int idem_key_ok(const char *k, size_t n)
 {
-    if (n == 0 || n > IDEM_KEY_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)k[i] < 0x20 || (unsigned char)k[i] > 0x7e)
-            return 0;
-    return 1;
+    return n > 0 && n <= IDEM_KEY_MAX && hk_ascii_printable(k, n, 0x20);
 }
 
 void hk_api_webhook_create(struct hk_req *r)
 {
-    const struct hk_config *cfg = r->s->w->cfg;
+    const struct hk_config *cfg = api_cfg(r);
+    struct hk_api_req *q = api_req(r);
     if (!json_content_type(r->content_type, r->content_type_len)) {
-        hk_obs_rejected(r, HK_REJ_UNSUPPORTED_MEDIA_TYPE);
-        hk_resp_problem(r, 415, NULL, "Content-Type must be application/json");
+        hk_api_refuse(r, HK_REJ_UNSUPPORTED_MEDIA_TYPE, 415, "Content-Type must be application/json");
         return;
     }
     if (cfg->webhook_secret && !signature_ok(r)) {
-        hk_obs_rejected(r, HK_REJ_UNAUTHORIZED);
         hk_resp_header(r, "WWW-Authenticate", "HMAC-SHA256 header=\"X-Hub-Signature-256\"", 40);
-        hk_resp_problem(r, 401, NULL, "missing or invalid X-Hub-Signature-256 (sha256=<hex HMAC of the body>)");
+        hk_api_refuse(r, HK_REJ_UNAUTHORIZED, 401,
+                      "missing or invalid X-Hub-Signature-256 (sha256=<hex HMAC of the body>)");
         return;
     }
     if (r->idem_key && !idem_key_ok(r->idem_key, r->idem_key_len)) {
-        hk_obs_rejected(r, HK_REJ_INVALID_IDEMPOTENCY_KEY);
-        hk_resp_problem(r, 400, NULL, "Idempotency-Key must be 1 to %d printable ASCII characters", IDEM_KEY_MAX);
+        hk_api_refuse(r, HK_REJ_INVALID_IDEMPOTENCY_KEY, 400,
+                      "Idempotency-Key must be 1 to %d printable ASCII characters", IDEM_KEY_MAX);
         return;
     }
-    r->win_used = true;
-    enum hk_decode_result dr = hk_webhook_decode(r->body->p ? r->body->p : "", r->body->len, &r->win);
+    q->win_used = true;
+    enum hk_decode_result dr = hk_webhook_decode(r->body->p ? r->body->p : "", r->body->len, &q->win);
     if (dr == HK_DECODE_SYNTAX) {
-        hk_obs_rejected(r, HK_REJ_INVALID_JSON);
-        hk_resp_problem(r, 400, NULL, "invalid JSON at line %d, column %d (position %zu): %s", r->win.err_line,
-                        r->win.err_column, r->win.err_position, r->win.err_text);
+        hk_api_refuse(r, HK_REJ_INVALID_JSON, 400, "invalid JSON at line %d, column %d (position %zu): %s",
+                      q->win.err_line, q->win.err_column, q->win.err_position, q->win.err_text);
         return;
     }
     if (dr == HK_DECODE_INVALID) {
-        violations(r, &r->win);
+        violations(r, &q->win);
         return;
     }
-    struct hk_store_op *op = &r->op;
+    struct hk_store_op *op = &q->op;
     memset(op, 0, sizeof *op);
     op->kind = HK_OP_INSERT;
-    op->row = r->win.row;
+    op->row = q->win.row;
     op->idem_key = r->idem_key;
     op->on_row = create_row;
     op->on_done = create_done;
@@ -207,7 +189,7 @@ static void get_row(struct hk_store_op *op, const struct hk_webhook *row)
 static void get_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
-    hk_obs_store_done(r, HK_OP_GET, op->status);
+    hk_api_store_end(r, HK_OP_GET, op->status);
     if (op->status < 0)
         hk_resp_store_error(r, op->status);
     else
@@ -217,7 +199,7 @@ static void get_done(struct hk_store_op *op)
 static void delete_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
-    hk_obs_store_done(r, HK_OP_DELETE, op->status);
+    hk_api_store_end(r, HK_OP_DELETE, op->status);
     if (op->status < 0)
         hk_resp_store_error(r, op->status);
     else
@@ -226,9 +208,10 @@ static void delete_done(struct hk_store_op *op)
 
 static void by_id(struct hk_req *r, enum hk_op_kind kind)
 {
-    struct hk_store_op *op = &r->op;
+    struct hk_api_req *q = api_req(r);
+    struct hk_store_op *op = &q->op;
     memset(op, 0, sizeof *op);
-    if (parse_id(r->param, r->param_len, &op->id) < 0) {
+    if (parse_id(q->param, q->param_len, &op->id) < 0) {
         hk_resp_problem(r, 404, NULL, "webhook not found (ids are positive integers)");
         return;
     }
@@ -254,29 +237,30 @@ void hk_api_webhook_delete(struct hk_req *r)
 static void list_row(struct hk_store_op *op, const struct hk_webhook *row)
 {
     struct hk_req *r = op->data;
+    struct hk_api_req *q = api_req(r);
     struct hk_buf *b = hk_resp_body(r);
-    if (!r->first_row)
+    if (!q->first_row)
         hk_buf_putc(b, ',');
-    r->first_row = false;
+    q->first_row = false;
     hk_webhook_encode(b, row);
 }
 
 static void stream_next(struct hk_req *r)
 {
-    hk_obs_store_start(r);
-    hk_store_list_next(sl_of(r), &r->op);
+    hk_api_store_begin(r);
+    hk_store_list_next(sl_of(r), &api_req(r)->op);
 }
 
 static void stream_abort(struct hk_req *r)
 {
-    hk_store_list_close(sl_of(r), &r->op);
+    hk_store_list_close(sl_of(r), &api_req(r)->op);
     hk_resp_end_stream(r);
 }
 
 static void list_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
-    hk_obs_store_done(r, HK_OP_LIST, op->status);
+    hk_api_store_end(r, HK_OP_LIST, op->status);
     if (op->status < 0) {
         if (op->more)
             hk_store_list_close(sl_of(r), op);
@@ -316,7 +300,9 @@ static int query_str(struct hk_req *r, const char *name, size_t max, size_t *use
     *olen = 0;
     if (!v)
         return 0;
-    long n = hk_url_decode(v, vlen, r->scratch + *used, sizeof r->scratch - *used);
+    char *scratch = api_req(r)->scratch;
+    size_t cap = sizeof api_req(r)->scratch;
+    long n = hk_url_decode(v, vlen, scratch + *used, cap - *used);
     if (n < 0) {
         hk_resp_problem(r, 400, NULL, "query parameter %s is not a valid percent-encoded value", name);
         return -1;
@@ -327,11 +313,11 @@ static int query_str(struct hk_req *r, const char *name, size_t max, size_t *use
     }
     /* Stored text is UTF-8 without NUL on every store; a filter that is
      * not can match nothing, and PostgreSQL would fail the statement. */
-    if (!hk_utf8_valid(r->scratch + *used, (size_t)n, false)) {
+    if (!hk_utf8_valid(scratch + *used, (size_t)n, false)) {
         hk_resp_problem(r, 400, NULL, "query parameter %s must be UTF-8 text without NUL bytes", name);
         return -1;
     }
-    *out = r->scratch + *used;
+    *out = scratch + *used;
     *olen = (size_t)n;
     *used += (size_t)n;
     return 0;
@@ -343,8 +329,7 @@ static int query_int(struct hk_req *r, const char *name, int64_t min, int64_t ma
     const char *v = hk_query_raw(r->query, r->query_len, name, &vlen);
     if (!v)
         return 0;
-    char tmp[24];
-    if (vlen >= sizeof tmp || (memcpy(tmp, v, vlen), tmp[vlen] = 0, hk_parse_int(tmp, min, max, out) < 0)) {
+    if (hk_parse_int_n(v, vlen, min, max, out) < 0) {
         hk_resp_problem(r, 400, NULL, "query parameter %s must be an integer from %lld to %lld", name,
                         (long long)min, (long long)max);
         return -1;
@@ -354,7 +339,8 @@ static int query_int(struct hk_req *r, const char *name, int64_t min, int64_t ma
 
 void hk_api_webhook_list(struct hk_req *r)
 {
-    struct hk_store_op *op = &r->op;
+    struct hk_api_req *ar = api_req(r);
+    struct hk_store_op *op = &ar->op;
     memset(op, 0, sizeof *op);
     struct hk_list_query *q = &op->list;
     int64_t limit = LIST_DEFAULT, before = 0;
@@ -378,7 +364,7 @@ void hk_api_webhook_list(struct hk_req *r)
     op->on_row = list_row;
     op->on_done = list_done;
     op->data = r;
-    r->first_row = true;
+    ar->first_row = true;
     hk_buf_putc(hk_resp_body(r), '[');
     submit(r);
 }

@@ -23,7 +23,7 @@ static void oom(size_t want)
 
 char *hk_buf_grow(struct hk_buf *b, size_t extra)
 {
-    if (b->p != NULL && b->cap - b->len >= extra)
+    if (b->p && b->cap - b->len >= extra)
         return b->p + b->len;
     if (extra > SIZE_MAX - b->len)
         oom(SIZE_MAX);
@@ -32,7 +32,7 @@ char *hk_buf_grow(struct hk_buf *b, size_t extra)
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     char *p = realloc(b->p, cap);
-    if (p == NULL)
+    if (!p)
         oom(cap);
     b->p = p;
     b->cap = cap;
@@ -102,7 +102,7 @@ void hk_buf_printf(struct hk_buf *b, const char *fmt, ...)
     va_copy(ap2, ap);
     /* First try in whatever room there is; most calls fit. */
     size_t room = b->cap - b->len;
-    if (b->p == NULL || room < MIN_CAP) {
+    if (!b->p || room < MIN_CAP) {
         hk_buf_reserve(b, MIN_CAP);
         room = b->cap - b->len;
     }

@@ -25,7 +25,7 @@ static inline char *hk_buf_reserve(struct hk_buf *b, size_t extra)
 {
     /* Also grow when p is NULL, so the returned pointer is always valid
      * (NULL + 0 is undefined behaviour, and callers write through it). */
-    if (b->p != NULL && b->cap - b->len >= extra)
+    if (b->p && b->cap - b->len >= extra)
         return b->p + b->len;
     return hk_buf_grow(b, extra);
 }

@@ -36,6 +36,10 @@ static const struct opt opts[] = {
      "SQLite database file (the store when DATABASE_URL is unset)"},
     {"HOOKD_SQLITE_SYNC", "sqlite-sync", T_SYNC, OFF(sqlite_sync_full), 0, 0, "full",
      "full: a 201 survives power loss; normal: survives a process crash"},
+    {"HOOKD_SQLITE_QUEUE_MAX", "sqlite-queue-max", T_U32, OFF(sqlite_queue_max), 1, 1 << 24, "65536",
+     "writes waiting for the SQLite writer (503 beyond)"},
+    {"HOOKD_SQLITE_BUSY_MS", "sqlite-busy-ms", T_U32, OFF(sqlite_busy_ms), 1, 600000, "5000",
+     "SQLite busy timeout in ms: how long a write waits for another process's lock"},
     {"DATABASE_URL", "database-url", T_STR, OFF(database_url), 0, 0, NULL,
      "PostgreSQL connection URI (selects the PostgreSQL store)"},
     {"DATABASE_URL_FILE", "database-url-file", T_STR, OFF(database_url_file), 0, 0, NULL,
@@ -86,6 +90,16 @@ int hk_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
         return -1;
     *out = v;
     return 0;
+}
+
+int hk_parse_int_n(const char *s, size_t n, int64_t min, int64_t max, int64_t *out)
+{
+    char tmp[24];
+    if (n >= sizeof tmp)
+        return -1;
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    return hk_parse_int(tmp, min, max, out);
 }
 
 int hk_parse_duration_ms(const char *s, uint64_t *out)
@@ -273,6 +287,23 @@ static int read_database_url_file(struct hk_config *c, char *err, size_t errlen)
     return read_value_file("DATABASE_URL_FILE", path, &c->database_url, err, errlen);
 }
 
+/* LISTEN_PID, LISTEN_FDS and NOTIFY_SOCKET, copied: socket activation
+ * removes the first two from the environment once it has read them. A
+ * value too long for its copy is taken as absent. */
+static void read_service_env(struct hk_config *c)
+{
+    static const char *const names[3] = {"LISTEN_PID", "LISTEN_FDS", "NOTIFY_SOCKET"};
+    const char **dst[3] = {&c->listen_pid_env, &c->listen_fds_env, &c->notify_socket};
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+        *dst[i] = NULL;
+        if (v && strlen(v) < sizeof c->env_copy[i]) {
+            memcpy(c->env_copy[i], v, strlen(v) + 1);
+            *dst[i] = c->env_copy[i];
+        }
+    }
+}
+
 /* A connection string with a password in it: "password" anywhere (the
  * key=value form, or ?password= in a URI), or user:secret@ in a URI. */
 static bool url_has_password(const char *u)
@@ -284,7 +315,7 @@ static bool url_has_password(const char *u)
         return false;
     p += 3;
     const char *at = strrchr(p, '@');
-    return at && memchr(p, ':', (size_t)(at - p)) != NULL;
+    return at && memchr(p, ':', (size_t)(at - p));
 }
 
 int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t errlen)
@@ -351,6 +382,7 @@ int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t
     }
     if (c->threads == 0)
         c->threads = hk_cpus_available();
+    read_service_env(c);
     return HK_CONFIG_RUN;
 }
 

@@ -14,6 +14,8 @@ struct hk_config {
     int threads;               /* event loops; 0 = CPUs available */
     char *sqlite_path;
     bool sqlite_sync_full;
+    uint32_t sqlite_queue_max; /* writes waiting for the SQLite writer (503 beyond) */
+    uint32_t sqlite_busy_ms;   /* SQLite busy timeout: another process's write lock */
     char *database_url;        /* NULL: SQLite */
     char *database_url_file;   /* file holding DATABASE_URL (read when that is unset) */
     uint32_t db_pool;          /* PostgreSQL connections per event loop */
@@ -27,6 +29,12 @@ struct hk_config {
     uint64_t drain_timeout_ms;
     uint64_t exit_idle_after_ms;  /* 0: never exit for lack of connections */
     char *webhook_secret;      /* NULL: signatures not required */
+    /* The service manager's environment (systemd's protocol), read here
+     * so that nothing else reads the environment: NULL when unset. */
+    const char *listen_pid_env;    /* LISTEN_PID */
+    const char *listen_fds_env;    /* LISTEN_FDS */
+    const char *notify_socket;     /* NOTIFY_SOCKET */
+    char env_copy[3][128];         /* what those point into */
     const char *secret_flag;   /* a flag that carried a secret on the command line ("webhook-secret"), or NULL */
     size_t webhook_secret_len;
     int log_level;             /* enum hk_log_level */
@@ -51,6 +59,8 @@ void hk_config_free(struct hk_config *c);
 int hk_parse_duration_ms(const char *s, uint64_t *out);
 /* Decimal integer in [min, max], nothing else. 0 or -1. */
 int hk_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+/* hk_parse_int on n bytes that are not NUL-terminated (a query value). */
+int hk_parse_int_n(const char *s, size_t n, int64_t min, int64_t max, int64_t *out);
 /* CPUs this process may use: affinity mask, capped by the cgroup v2/v1 CPU quota. */
 int hk_cpus_available(void);
 

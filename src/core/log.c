@@ -39,9 +39,10 @@ int hk_log_enabled(enum hk_log_level lvl)
     return lvl >= min_level;
 }
 
-__attribute__((format(printf, 4, 0))) static void vlog(enum hk_log_level lvl, const char *request_id,
-                                                        const char *msg, const char *fields_fmt, va_list ap)
+void hk_log_req(enum hk_log_level lvl, const char *request_id, const char *msg, const char *fields_fmt, ...)
 {
+    if (lvl < min_level)
+        return;
     struct hk_buf b = HK_BUF_INIT;
     hk_buf_puts(&b, "{\"ts\":\"");
     hk_buf_put_iso_us(&b, hk_wall_us());
@@ -55,7 +56,10 @@ __attribute__((format(printf, 4, 0))) static void vlog(enum hk_log_level lvl, co
     }
     if (fields_fmt && *fields_fmt) {
         char fields[768];
+        va_list ap;
+        va_start(ap, fields_fmt);
         int n = vsnprintf(fields, sizeof fields, fields_fmt, ap);
+        va_end(ap);
         if (n > 0) {
             hk_buf_putc(&b, ',');
             hk_buf_put(&b, fields, (size_t)n < sizeof fields ? (size_t)n : sizeof fields - 1);
@@ -70,24 +74,4 @@ __attribute__((format(printf, 4, 0))) static void vlog(enum hk_log_level lvl, co
         off += w;
     }
     hk_buf_free(&b);
-}
-
-void hk_log(enum hk_log_level lvl, const char *msg, const char *fields_fmt, ...)
-{
-    if (lvl < min_level)
-        return;
-    va_list ap;
-    va_start(ap, fields_fmt);
-    vlog(lvl, NULL, msg, fields_fmt, ap);
-    va_end(ap);
-}
-
-void hk_log_req(enum hk_log_level lvl, const char *request_id, const char *msg, const char *fields_fmt, ...)
-{
-    if (lvl < min_level)
-        return;
-    va_list ap;
-    va_start(ap, fields_fmt);
-    vlog(lvl, request_id, msg, fields_fmt, ap);
-    va_end(ap);
 }

@@ -8,15 +8,13 @@ enum hk_log_level { HK_LOG_DEBUG, HK_LOG_INFO, HK_LOG_WARN, HK_LOG_ERROR };
 
 void hk_log_set_level(enum hk_log_level lvl);
 int hk_log_parse_level(const char *s, enum hk_log_level *out); /* 0 or -1 */
-/* `fields` is NULL or a run of JSON members without braces, e.g. "\"port\":8080".
+/* One line at `lvl`. `request_id` NULL, or the request the line is about:
+ * "requestId":<request_id> (JSON-escaped) follows the message. `fields` is
+ * NULL or a run of JSON members without braces, e.g. "\"port\":8080".
  * `msg` is escaped by the logger. */
-void hk_log(enum hk_log_level lvl, const char *msg, const char *fields_fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* hk_log for a line written on behalf of one request: adds
- * "requestId":<request_id> (JSON-escaped) after the message. */
 void hk_log_req(enum hk_log_level lvl, const char *request_id, const char *msg, const char *fields_fmt, ...)
     __attribute__((format(printf, 4, 5)));
+#define hk_log(lvl, ...) hk_log_req(lvl, NULL, __VA_ARGS__)
 /* Would a line at `lvl` be written? */
 int hk_log_enabled(enum hk_log_level lvl);
 

@@ -61,10 +61,8 @@ static const char *check_listener(int fd)
     return NULL;
 }
 
-int hk_sd_listen_fds(int *fds, int max, char *err, size_t errlen)
+int hk_sd_listen_fds(const char *spid, const char *sn, int *fds, int max, char *err, size_t errlen)
 {
-    const char *spid = getenv("LISTEN_PID");
-    const char *sn = getenv("LISTEN_FDS");
     long pid = 0, n = 0;
     int rc = 0;
     if (!spid && !sn)
@@ -124,10 +122,19 @@ int hk_sd_sockname(int fd, char *host, size_t hostlen, int *port)
     return -1;
 }
 
+static char notify_path[110];
+
+void hk_sd_notify_socket(const char *path)
+{
+    notify_path[0] = '\0';
+    if (path && strlen(path) < sizeof notify_path)
+        memcpy(notify_path, path, strlen(path) + 1);
+}
+
 int hk_sd_notify(const char *state)
 {
-    const char *path = getenv("NOTIFY_SOCKET");
-    if (!path || !*path)
+    const char *path = notify_path;
+    if (!*path)
         return 0;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     size_t plen = strlen(path);

@@ -3,6 +3,8 @@
  * are deferred to the loop like a real write completion would be. */
 #include "http/memio.h"
 
+#include <stdlib.h>
+
 static void mem_flush(struct hk_session *s);
 static void mem_close(struct hk_session *s);
 static const struct hk_session_io mem_io = {mem_flush, mem_close};
@@ -36,6 +38,12 @@ void hk_memio_init(struct hk_memio *m, struct hk_worker *w)
     uv_timer_init(&w->loop, &m->drain);
     m->drain.data = m;
     hk_session_init(&m->s, w, &mem_io, m);
+    if (w->app->req_size) {
+        m->app = calloc(1, w->app->req_size);
+        if (!m->app)
+            abort();
+    }
+    m->s.req.app = m->app;
 }
 
 void hk_memio_feed(struct hk_memio *m, const void *p, size_t n)
@@ -56,4 +64,6 @@ void hk_memio_free(struct hk_memio *m)
     uv_run(&m->s.w->loop, UV_RUN_NOWAIT);
     hk_session_free(&m->s);
     hk_buf_free(&m->sent);
+    free(m->app);
+    m->app = NULL;
 }

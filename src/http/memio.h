@@ -12,6 +12,7 @@ struct hk_memio {
     struct hk_buf sent;        /* every byte the session sent */
     uv_timer_t drain;          /* drained notifications come asynchronously */
     bool closed;               /* the session asked to close */
+    void *app;                 /* the application's per-request block */
 };
 
 /* `w` must have been set up with hk_worker_init. */

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "core/ascii.h"
+
 const char *hk_query_raw(const char *q, size_t qlen, const char *name, size_t *vlen)
 {
     size_t nlen = strlen(name);
@@ -25,17 +27,6 @@ const char *hk_query_raw(const char *q, size_t qlen, const char *name, size_t *v
     return NULL;
 }
 
-static int hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 long hk_url_decode(const char *src, size_t n, char *dst, size_t cap)
 {
     size_t o = 0;
@@ -44,7 +35,7 @@ long hk_url_decode(const char *src, size_t n, char *dst, size_t cap)
         if (c == '%') {
             if (i + 2 >= n)
                 return -1;
-            int h = hex(src[i + 1]), l = hex(src[i + 2]);
+            int h = hk_hex_val(src[i + 1]), l = hk_hex_val(src[i + 2]);
             if (h < 0 || l < 0)
                 return -1;
             c = (char)(h << 4 | l);

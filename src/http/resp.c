@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/err.h"
 #include "core/log.h"
 #include "http/server.h"
 
@@ -123,7 +124,7 @@ static void problem(struct hk_req *r, int status, const char *title, const char 
         n = 0;
     if ((size_t)n >= sizeof detail)
         n = sizeof detail - 1;
-    assert(reason == NULL || reason_ok(reason));
+    assert(!reason || reason_ok(reason));
     struct hk_buf *b = hk_resp_body(r);
     b->len = 0;
     hk_buf_puts(b, "{\"type\":\"about:blank\",\"title\":");

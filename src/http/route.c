@@ -1,60 +1,17 @@
 /* SPDX-License-Identifier: MIT
- * Routing table and matcher. The table is small and fixed, so a linear scan
- * over exact paths plus one {id} template beats anything cleverer. */
+ * The route matcher. The tables are small and fixed, so a linear scan over
+ * exact paths plus {param} templates beats anything cleverer. */
 #include "http/route.h"
 
 #include <llhttp.h>
 #include <string.h>
 
-#include "api/api.h"
-#include "obs/metrics.h"
-#include "obs/openapi.h"
-
-#define M(x) (1u << HTTP_##x)
-
-struct route {
-    const char *tmpl;
-    uint32_t method;           /* one method per entry */
-    hk_handler handler;
-};
-
-/* Entries with the same template are adjacent; Allow lists them in order,
- * so each template's methods are listed alphabetically. */
-static const struct route routes[] = {
-    {"/api/webhooks", M(GET), hk_api_webhook_list},
-    {"/api/webhooks", M(POST), hk_api_webhook_create},
-    {"/api/webhooks/{id}", M(DELETE), hk_api_webhook_delete},
-    {"/api/webhooks/{id}", M(GET), hk_api_webhook_get},
-    {"/api/system/info", M(GET), hk_api_system_info},
-    {"/api/system/benchmark", M(GET), hk_api_system_benchmark},
-    {"/q/health", M(GET), hk_api_health},
-    {"/q/health/live", M(GET), hk_api_health_live},
-    {"/q/health/ready", M(GET), hk_api_health_ready},
-    {"/q/health/started", M(GET), hk_api_health_started},
-    {"/q/metrics", M(GET), hk_api_metrics},
-    {"/metrics", M(GET), hk_api_metrics},
-    {"/q/openapi", M(GET), hk_api_openapi},
-};
-
-#define NROUTES ((int)(sizeof routes / sizeof routes[0]))
-
-const char *const hk_route_templates[] = {
-    "/api/webhooks", "/api/webhooks", "/api/webhooks/{id}", "/api/webhooks/{id}",
-    "/api/system/info", "/api/system/benchmark", "/q/health", "/q/health/live",
-    "/q/health/ready", "/q/health/started", "/q/metrics", "/metrics", "/q/openapi",
-};
-const int hk_route_count = NROUTES;
-_Static_assert(sizeof hk_route_templates / sizeof hk_route_templates[0] == NROUTES,
-               "route name table out of step");
-
-const char *hk_route_method(int i)
+const char *hk_route_method_name(const struct hk_route *route)
 {
-    if (i < 0 || i >= NROUTES)
-        return NULL;
-    return llhttp_method_name((llhttp_method_t)__builtin_ctz(routes[i].method));
+    return llhttp_method_name((llhttp_method_t)route->method);
 }
 
-/* Does `path` fit `tmpl`? On a {id} template, store the segment. */
+/* Does `path` fit `tmpl`? On a {param} template, store the segment. */
 static int fits(const char *tmpl, const char *path, size_t len, const char **param, size_t *plen)
 {
     const char *brace = strchr(tmpl, '{');
@@ -72,7 +29,22 @@ static int fits(const char *tmpl, const char *path, size_t len, const char **par
     return 1;
 }
 
-void hk_route_match(const char *path, size_t len, uint8_t method, struct hk_match *m)
+static void allow_add(struct hk_match *m, size_t *alen, const char *name)
+{
+    size_t n = strlen(name);
+    if (*alen + n + 2 >= sizeof m->allow)
+        return;
+    if (*alen) {
+        memcpy(m->allow + *alen, ", ", 2);
+        *alen += 2;
+    }
+    memcpy(m->allow + *alen, name, n);
+    *alen += n;
+    m->allow[*alen] = 0;
+}
+
+void hk_route_match(const struct hk_route *table, int n, const char *path, size_t len, uint8_t method,
+                    struct hk_match *m)
 {
     memset(m, 0, sizeof *m);
     m->route = HK_ROUTE_NONE;
@@ -80,33 +52,22 @@ void hk_route_match(const char *path, size_t len, uint8_t method, struct hk_matc
     uint8_t want = method == HTTP_HEAD ? HTTP_GET : method;
     const char *matched_tmpl = NULL;
     size_t alen = 0;
-    for (int i = 0; i < NROUTES; i++) {
+    for (int i = 0; i < n; i++) {
         const char *param = NULL;
         size_t plen = 0;
-        if (matched_tmpl && strcmp(routes[i].tmpl, matched_tmpl) != 0)
+        if (matched_tmpl && strcmp(table[i].tmpl, matched_tmpl) != 0)
             break;
-        if (!fits(routes[i].tmpl, path, len, &param, &plen))
+        if (!fits(table[i].tmpl, path, len, &param, &plen))
             continue;
-        matched_tmpl = routes[i].tmpl;
-        if (routes[i].method == (1u << want)) {
+        matched_tmpl = table[i].tmpl;
+        if (table[i].method == want) {
             m->route = i;
-            m->handler = routes[i].handler;
             m->status = 0;
             m->param = param;
             m->param_len = plen;
             return;
         }
-        const char *name = llhttp_method_name((llhttp_method_t)__builtin_ctz(routes[i].method));
-        size_t n = strlen(name);
-        if (alen + n + 2 < sizeof m->allow) {
-            if (alen) {
-                memcpy(m->allow + alen, ", ", 2);
-                alen += 2;
-            }
-            memcpy(m->allow + alen, name, n);
-            alen += n;
-            m->allow[alen] = 0;
-        }
+        allow_add(m, &alen, hk_route_method_name(&table[i]));
         m->route = i;
         m->status = 405;
     }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT
- * Routing: a fixed table of path templates and methods. Matching returns
- * the route, the {id} segment, or why nothing matched (404, or 405 + Allow). */
+ * Route matching over a table the application owns: path templates (exact,
+ * or one trailing {param} segment) and one method each. Matching returns
+ * the entry, the {param} segment, or why nothing matched (404, or 405 with
+ * the Allow list). */
 #ifndef HK_ROUTE_H
 #define HK_ROUTE_H
 
@@ -10,26 +12,31 @@
 struct hk_req;
 typedef void (*hk_handler)(struct hk_req *r);
 
+/* One entry. Entries with the same template must be adjacent, their
+ * methods in alphabetical order (Allow lists them in table order). */
+struct hk_route {
+    uint8_t method;            /* llhttp_method_t */
+    const char *tmpl;
+    hk_handler handler;
+};
+
 /* NONE: no route matches the path (404); UNROUTED: the request was
  * answered before routing (parse error, limit, timeout, overload). */
 enum { HK_ROUTE_NONE = -1, HK_ROUTE_UNROUTED = -2 };
 
-/* Route table entries, in order; exposed for the OpenAPI check and metrics. */
-extern const char *const hk_route_templates[];
-extern const int hk_route_count;
-/* The method of route `i` ("GET", "POST", ...). */
-const char *hk_route_method(int i);
-
 struct hk_match {
     int route;                 /* index, or HK_ROUTE_NONE */
-    hk_handler handler;        /* NULL when status != 0 */
     int status;                /* 0 match, 404, 405 */
-    const char *param;         /* {id} segment (not decoded) */
+    const char *param;         /* {param} segment (not decoded) */
     size_t param_len;
     char allow[64];            /* for 405: "DELETE, GET" */
 };
 
-/* Match `path` (no query) for llhttp `method`. HEAD matches GET routes. */
-void hk_route_match(const char *path, size_t len, uint8_t method, struct hk_match *m);
+/* Match `path` (no query) for llhttp `method` against `table` (n entries).
+ * HEAD matches GET routes. */
+void hk_route_match(const struct hk_route *table, int n, const char *path, size_t len, uint8_t method,
+                    struct hk_match *m);
+/* The name of route i's method ("GET", ...). */
+const char *hk_route_method_name(const struct hk_route *route);
 
 #endif

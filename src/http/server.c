@@ -4,24 +4,23 @@
  * sweep for timeouts, the connection limit, and the graceful stop. */
 #include "http/server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <malloc.h>
 #include <netinet/tcp.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "http/resp.h"
+#include "http/listen.h"
 #include "http/session.h"
-#include "obs/obs.h"
 
 #define RBUF_SIZE (64 * 1024)
 #define BACKLOG_MAX (256 * 1024)   /* unparsed input: stop reading past it */
@@ -60,6 +59,7 @@ struct hk_conn {
 
 struct hk_server {
     const struct hk_config *cfg;
+    const struct hk_app *app;
     struct hk_worker *workers;
     int nworkers;
     atomic_uint nconns;
@@ -79,7 +79,7 @@ const char *hk_worker_date(struct hk_worker *w)
     time_t now = time(NULL);
     if (now != w->date_sec) {
         struct tm tm;
-        if (gmtime_r(&now, &tm) == NULL || tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 ||
+        if (!gmtime_r(&now, &tm) || tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 ||
             tm.tm_mon > 11 || tm.tm_year < 0 || tm.tm_year > 9999 - 1900 || tm.tm_sec > 60) {
             /* A clock beyond what the format can say: a valid header still. */
             if (w->date[0] == '\0')
@@ -105,6 +105,15 @@ const char *hk_worker_date(struct hk_worker *w)
 
 static void conn_flush(struct hk_session *s);
 static void conn_close(struct hk_session *s);
+
+/* The application's hold on the loop (store handles) goes, once. */
+static void app_stop(struct hk_worker *w)
+{
+    if (w->app_loop && !w->app_stopped && w->app->loop_stop)
+        w->app->loop_stop(w->app_loop);
+    w->app_stopped = true;
+}
+
 static void on_sweep_now(uv_timer_t *t);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
@@ -180,7 +189,7 @@ static void maybe_read(struct hk_conn *c)
  * session is told the peer is gone and closes once its handler is done. */
 static void conn_abort(struct hk_conn *c)
 {
-    hk_obs_count(c->w->obs, HK_C_CONN_SHED, 1);
+    hk_ctr_add(&c->w->stats.shed, 1);
     if (c->s.closed || c->close_pending)
         tcp_close(c);
     else
@@ -188,7 +197,7 @@ static void conn_abort(struct hk_conn *c)
 }
 
 /* Once stopping, the listener is gone and no connection is left: close the
- * loop's own handles and detach the store, so that uv_run returns. */
+ * loop's own handles and stop the application, so that uv_run returns. */
 static void maybe_finish(struct hk_worker *w)
 {
     if (!w->stopping || w->listener_open || w->conns || w->finished)
@@ -198,9 +207,7 @@ static void maybe_finish(struct hk_worker *w)
     uv_close((uv_handle_t *)&w->sweep, NULL);
     uv_close((uv_handle_t *)&w->drain, NULL);
     uv_close((uv_handle_t *)&w->accept_retry, NULL);
-    if (w->sl)
-        w->store->vt->loop_detach(w->sl);
-    w->sl = NULL;
+    app_stop(w);
 }
 static const struct hk_session_io tcp_io = {conn_flush, conn_close};
 
@@ -218,7 +225,7 @@ static void on_tcp_closed(uv_handle_t *h)
     idle_del(c);
     w->out_bytes -= c->acct;
     c->acct = 0;
-    hk_obs_count(w->obs, HK_C_CONN_CLOSED, 1);
+    hk_ctr_add(&w->stats.closed, 1);
     if (w->srv)
         atomic_fetch_sub(&w->srv->nconns, 1);
     hk_session_free(&c->s);
@@ -263,7 +270,7 @@ static void on_write(uv_write_t *req, int status)
     c->writing = false;
     c->s.out_inflight = 0;
     if (status == 0)
-        hk_obs_count(c->w->obs, HK_C_BYTES_OUT, c->wbuf.len);
+        hk_ctr_add(&c->w->stats.bytes_out, c->wbuf.len);
     c->wbuf.len = 0;
     hk_buf_reset(&c->wbuf, OUT_KEEP);
     account(c);
@@ -310,7 +317,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         c->got_input = true;
         if (c->lingering || c->close_pending)
             return;
-        hk_obs_count(c->w->obs, HK_C_BYTES_IN, (uint64_t)nread);
+        hk_ctr_add(&c->w->stats.bytes_in, (uint64_t)nread);
         idle_del(c);
         hk_session_feed(&c->s, buf->base, (size_t)nread);
         /* Stop reading while the peer does not take what it asked for, or
@@ -355,7 +362,7 @@ static void conn_flush(struct hk_session *s)
         uv_buf_t b = uv_buf_init(s->out.p, (unsigned)s->out.len);
         int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
         if (n > 0)
-            hk_obs_count(c->w->obs, HK_C_BYTES_OUT, (uint64_t)n);
+            hk_ctr_add(&c->w->stats.bytes_out, (uint64_t)n);
         if (n == (int)s->out.len) {
             hk_buf_reset(&s->out, OUT_KEEP);
             account(c);
@@ -427,7 +434,7 @@ static bool evict_idle(struct hk_worker *w)
         idle_del(c);
         if (c->tcp_closed || c->close_pending || c->lingering || c->writing || !hk_session_idle(&c->s))
             continue;
-        hk_obs_count(w->obs, HK_C_CONN_EVICTED, 1);
+        hk_ctr_add(&w->stats.evicted, 1);
         tcp_close(c);
         return true;
     }
@@ -436,7 +443,9 @@ static bool evict_idle(struct hk_worker *w)
 
 static void conn_new(struct hk_worker *w, int fd)
 {
-    struct hk_conn *c = calloc(1, sizeof *c);
+    /* The application's per-request block follows the connection. */
+    size_t off = (sizeof(struct hk_conn) + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+    struct hk_conn *c = calloc(1, off + w->app->req_size);
     if (!c)
         abort();
     c->w = w;
@@ -455,10 +464,11 @@ static void conn_new(struct hk_worker *w, int fd)
     if (w->srv)
         atomic_fetch_add(&w->srv->accepted, 1);
     unsigned total = w->srv ? atomic_fetch_add(&w->srv->nconns, 1) + 1 : w->nconns;
-    hk_obs_count(w->obs, HK_C_CONN_ACCEPTED, 1);
+    hk_ctr_add(&w->stats.accepted, 1);
     hk_session_init(&c->s, w, &tcp_io, c);
+    c->s.req.app = w->app->req_size ? (char *)c + off : NULL;
     if (total > w->cfg->max_connections && !evict_idle(w)) {
-        hk_obs_count(w->obs, HK_C_CONN_REJECTED, 1);
+        hk_ctr_add(&w->stats.rejected, 1);
         hk_session_overload(&c->s);
         return;
     }
@@ -486,7 +496,7 @@ static void accept_resume(uv_timer_t *t)
  * lasts, and say so once per spell. */
 static void accept_pause(struct hk_worker *w, int err)
 {
-    hk_obs_count(w->obs, HK_C_ACCEPT_FAILED, 1);
+    hk_ctr_add(&w->stats.accept_failed, 1);
     w->accept_fails++;
     if (!w->accept_fail_since) {
         w->accept_fail_since = uv_now(&w->loop) | 1;
@@ -663,40 +673,80 @@ static void on_wake(uv_async_t *a)
     }
 }
 
-int hk_worker_init(struct hk_worker *w, const struct hk_config *cfg, struct hk_store *store)
+/* Request ids are "<12 hex>-<loop>-<counter>": unique across loops, and
+ * with 48 random bits across restarts in practice; one getrandom per loop,
+ * none per request. */
+static void rid_prefix(struct hk_worker *w)
+{
+    unsigned char rnd[6] = {0};
+    if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) {
+        uint64_t t = hk_mono_ns() ^ (uint64_t)hk_wall_us();
+        memcpy(rnd, &t, sizeof rnd);
+    }
+    int n = snprintf(w->rid_prefix, sizeof w->rid_prefix, "%02x%02x%02x%02x%02x%02x-%d-", rnd[0], rnd[1],
+                     rnd[2], rnd[3], rnd[4], rnd[5], w->index);
+    w->rid_prefix_len = n > 0 && (size_t)n < sizeof w->rid_prefix ? (size_t)n : 0;
+}
+
+int hk_worker_init(struct hk_worker *w, const struct hk_config *cfg, const struct hk_app *app)
 {
     int rc = uv_loop_init(&w->loop);
     if (rc < 0)
         return rc;
     w->cfg = cfg;
-    w->store = store;
+    w->app = app;
     w->rbuf_len = RBUF_SIZE;
     w->rbuf = malloc(w->rbuf_len);
     if (!w->rbuf)
         abort();
-    rc = store->vt->loop_attach(store, &w->loop, &w->sl);
+    rid_prefix(w);
+    rc = app->loop_start(app->arg, w, &w->app_loop);
     if (rc < 0) {
         free(w->rbuf);
         w->rbuf = NULL;
         uv_loop_close(&w->loop);
         return rc;
     }
-    hk_obs_init(w);
     return rc;
 }
 
 void hk_worker_fini(struct hk_worker *w)
 {
-    if (w->sl)
-        w->store->vt->loop_detach(w->sl);
-    w->sl = NULL;
-    hk_obs_close(w);
+    app_stop(w);
     uv_run(&w->loop, UV_RUN_DEFAULT);
-    hk_obs_free(w);
+    if (w->app->loop_free)
+        w->app->loop_free(w->app_loop);
+    w->app_loop = NULL;
     if (uv_loop_close(&w->loop) != 0)
         hk_warn("event loop closed with handles still open", NULL);
     free(w->rbuf);
     w->rbuf = NULL;
+}
+
+static void add_stats(struct hk_http_totals *t, struct hk_http_stats *s)
+{
+    t->accepted += hk_ctr_get(&s->accepted);
+    t->closed += hk_ctr_get(&s->closed);
+    t->rejected += hk_ctr_get(&s->rejected);
+    t->evicted += hk_ctr_get(&s->evicted);
+    t->shed += hk_ctr_get(&s->shed);
+    t->accept_failed += hk_ctr_get(&s->accept_failed);
+    t->bytes_in += hk_ctr_get(&s->bytes_in);
+    t->bytes_out += hk_ctr_get(&s->bytes_out);
+    t->loops++;
+}
+
+void hk_worker_totals(struct hk_worker *w, struct hk_http_totals *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!w->srv) {
+        add_stats(out, &w->stats);
+        return;
+    }
+    /* Workers are set up before any loop serves and freed after all have
+     * stopped, so reading their counters from any loop is safe. */
+    for (int i = 0; i < w->srv->nworkers; i++)
+        add_stats(out, &w->srv->workers[i].stats);
 }
 
 /* Make a worker's loop, handles and listener on the calling thread. On
@@ -704,7 +754,7 @@ void hk_worker_fini(struct hk_worker *w)
 static int worker_setup(struct hk_worker *w)
 {
     struct hk_server *srv = w->srv;
-    int rc = hk_worker_init(w, srv->cfg, w->store);
+    int rc = hk_worker_init(w, srv->cfg, srv->app);
     if (rc < 0) {
         hk_error("worker start failed", "\"worker\":%d,\"error\":\"%s\"", w->index, uv_strerror(rc));
         srv->failed = 1;
@@ -766,95 +816,14 @@ static void worker_main(void *arg)
     hk_worker_fini(w);
 }
 
-/* The address to bind: an IP literal directly (the usual case, and
- * getaddrinfo is a lot of code to fault in at start), else a name. */
-static int listen_addr(const char *host, int port, struct sockaddr_storage *ss, socklen_t *len, char *err,
-                       size_t errlen)
-{
-    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-    memset(ss, 0, sizeof *ss);
-    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)port);
-        *len = sizeof *a4;
-        return 0;
-    }
-    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)port);
-        *len = sizeof *a6;
-        return 0;
-    }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", port);
-    int rc = getaddrinfo(host, portstr, &hints, &ai);
-    if (rc != 0) {
-        snprintf(err, errlen, "invalid HOOKD_HOST=\"%s\": %s", host, gai_strerror(rc));
-        return -1;
-    }
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *len = ai->ai_addrlen;
-    freeaddrinfo(ai);
-    return 0;
-}
-
-static int open_listener(const char *host, int port, int *bound, char *err, size_t errlen)
-{
-    struct sockaddr_storage ss;
-    socklen_t len;
-    if (listen_addr(host, port, &ss, &len, err, errlen) < 0)
-        return -1;
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
-        bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0) {
-        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    socklen_t sl = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                : ((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
-/* Socket activation hands over one socket per address, already bound and
- * listening; SO_REUSEPORT cannot split it. Every loop assigned to it
- * accepts from the same queue through its own dup(), so each loop owns
- * (and closes) its descriptor, while the socket itself lives on in the
- * service manager when hookd exits, queueing connections until the next
- * start. */
-static int inherited_listener(int fd, int *bound, char *err, size_t errlen)
-{
-    int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    if (d < 0) {
-        snprintf(err, errlen, "cannot dup inherited socket %d: %s", fd, strerror(errno));
-        return -1;
-    }
-    if (bound) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof ss;
-        if (getsockname(d, (struct sockaddr *)&ss, &sl) == 0)
-            *bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                    : ((struct sockaddr_in *)&ss)->sin_port);
-    }
-    return d;
-}
-
-int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct hk_store *store,
-                    uint64_t start_ns, int *bound_port, char *err, size_t errlen)
+int hk_server_start(struct hk_server **out, const struct hk_config *cfg, const struct hk_app *app,
+                    int *bound_port, char *err, size_t errlen)
 {
     struct hk_server *srv = calloc(1, sizeof *srv);
     if (!srv)
         abort();
     srv->cfg = cfg;
+    srv->app = app;
     srv->nworkers = cfg->threads;
     /* Every inherited socket needs at least one loop accepting on it. */
     if (cfg->n_listen_fds > srv->nworkers)
@@ -870,13 +839,12 @@ int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct 
         w->index = i;
         w->srv = srv;
         w->cfg = cfg;
-        w->store = store;
-        w->start_ns = start_ns;
+        w->app = app;
         if (cfg->n_listen_fds > 0)
-            w->listen_fd = inherited_listener(cfg->listen_fds[i % cfg->n_listen_fds], i == 0 ? &port : NULL,
+            w->listen_fd = hk_listen_inherited(cfg->listen_fds[i % cfg->n_listen_fds], i == 0 ? &port : NULL,
                                               err, errlen);
         else
-            w->listen_fd = open_listener(cfg->host, port, &port, err, errlen);
+            w->listen_fd = hk_listen_open(cfg->host, port, &port, err, errlen);
         if (w->listen_fd < 0)
             goto fail;
     }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * The server: listening sockets, one event loop per thread (loop 0 on the
  * caller's), TCP connections feeding HTTP sessions, timeouts, connection
- * limit, graceful stop. */
+ * limit, graceful stop. It knows nothing of the application: that comes in
+ * as a struct hk_app at start, whose hooks it calls on each loop. */
 #ifndef HK_SERVER_H
 #define HK_SERVER_H
 
@@ -11,21 +12,69 @@
 #include <uv.h>
 
 #include "core/config.h"
-#include "store/store.h"
+#include "core/ctr.h"
 
 struct hk_conn;
 struct hk_server;
+struct hk_worker;
+struct hk_req;
 
-/* Per-loop context: everything a handler may need lives here. */
+/* The application, as the transport sees it: hooks called on the loop
+ * thread of the worker concerned, never from another thread. */
+struct hk_app {
+    void *arg;                 /* the application's, passed to loop_start */
+    /* Bytes of per-request state the application keeps (hk_req.app): one
+     * block per connection, reused by each of its requests. */
+    size_t req_size;
+    /* A loop starts, on its thread, before it serves: *out receives the
+     * application's per-loop state. Negative: the worker fails to start. */
+    int (*loop_start)(void *arg, struct hk_worker *w, void **out);
+    /* The loop is stopping: release what keeps it alive (store handles);
+     * the loop then runs until those handles are closed. */
+    void (*loop_stop)(void *loop_data);
+    /* After the loop's last run. */
+    void (*loop_free)(void *loop_data);
+    /* A request starts: one the parser accepted, or one it refused and the
+     * session answers itself (r->app is the request's state, not cleared). */
+    void (*begin)(struct hk_req *r);
+    /* Answer a parsed request: exactly one hk_resp_* ending, now or later. */
+    void (*request)(struct hk_req *r);
+    /* The request's response is complete (metrics, logs, cleanup). */
+    void (*end)(struct hk_req *r);
+};
+
+/* What the transport counts, per loop (one writer: the loop). */
+struct hk_http_stats {
+    hk_ctr accepted;
+    hk_ctr closed;
+    hk_ctr rejected;           /* over the connection limit: 503 and close */
+    hk_ctr evicted;            /* idle kept-alive connections closed to admit a newcomer */
+    hk_ctr shed;               /* peer stopped reading: send timeout or output buffer cap */
+    hk_ctr accept_failed;      /* accept() failures (out of descriptors): accepting pauses */
+    hk_ctr bytes_in;
+    hk_ctr bytes_out;
+};
+
+/* Plain totals of hk_http_stats over a server's loops. */
+struct hk_http_totals {
+    uint64_t accepted, closed, rejected, evicted, shed, accept_failed, bytes_in, bytes_out;
+    unsigned loops;
+};
+
+#define HK_REQ_ID_PREFIX_MAX 24
+
+/* One event loop and its transport state. */
 struct hk_worker {
     uv_loop_t loop;
     int index;
     struct hk_server *srv;     /* NULL when driven in memory (tests, fuzz) */
     const struct hk_config *cfg;
-    struct hk_store *store;
-    struct hk_store_loop *sl;
-    struct hk_obs *obs;        /* metrics, request ids, access log (obs/obs.h) */
-    uint64_t start_ns;         /* process start (hk_mono_ns) */
+    const struct hk_app *app;
+    void *app_loop;            /* the application's per-loop state (loop_start) */
+    struct hk_http_stats stats;
+    char rid_prefix[HK_REQ_ID_PREFIX_MAX]; /* request ids: "<12 hex>-<loop>-" + a counter */
+    size_t rid_prefix_len;
+    uint64_t rid_next;
     time_t date_sec;
     char date[30];             /* IMF-fixdate, 29 chars + NUL */
     /* Transport state (server.c). */
@@ -52,23 +101,35 @@ struct hk_worker {
     bool listening;
     bool listener_open;
     bool accept_paused;
+    bool app_stopped;
     bool finished;
 };
 
 /* Current Date header value (29 bytes, not NUL-terminated for callers). */
 const char *hk_worker_date(struct hk_worker *w);
 
-/* Initialise a worker's loop and attach the store on the calling thread
- * (tests and the fuzzer drive such a worker without a server). */
-int hk_worker_init(struct hk_worker *w, const struct hk_config *cfg, struct hk_store *store);
-/* Detach the store, run the loop until its handles closed, close the loop. */
+/* Initialise a worker's loop and start the application on it, on the
+ * calling thread (tests and the fuzzer drive such a worker without a
+ * server). `app` is borrowed for the worker's life. */
+int hk_worker_init(struct hk_worker *w, const struct hk_config *cfg, const struct hk_app *app);
+/* Stop the application on the loop, run the loop until its handles closed,
+ * close the loop. */
 void hk_worker_fini(struct hk_worker *w);
+/* The application's per-loop state of the loop serving `w`. */
+static inline void *hk_worker_app(const struct hk_worker *w)
+{
+    return w->app_loop;
+}
+/* hk_http_stats summed over every loop of w's server (just w without one).
+ * Any loop's thread. */
+void hk_worker_totals(struct hk_worker *w, struct hk_http_totals *out);
 
 /* Bind, set up loop 0 on the calling thread, start one thread for each
  * other loop, and return once every loop is listening. `bound_port`
- * receives the port (useful with port 0). */
-int hk_server_start(struct hk_server **out, const struct hk_config *cfg, struct hk_store *store,
-                    uint64_t start_ns, int *bound_port, char *err, size_t errlen);
+ * receives the port (useful with port 0). `cfg` and `app` are borrowed
+ * until hk_server_free. */
+int hk_server_start(struct hk_server **out, const struct hk_config *cfg, const struct hk_app *app,
+                    int *bound_port, char *err, size_t errlen);
 /* Loop 0, for the caller's own handles (signals, timers) next to it. */
 uv_loop_t *hk_server_loop(struct hk_server *srv);
 /* Run loop 0 until it has stopped and the caller's handles on it closed. */

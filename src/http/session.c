@@ -9,11 +9,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api/api.h"
+#include "core/ascii.h"
+#include "core/clock.h"
 #include "http/resp.h"
-#include "http/route.h"
 #include "http/server.h"
-#include "obs/obs.h"
 
 /* Buffers larger than this are released after the request that grew them:
  * with hundreds of connections, idle capacity is what peak RSS is made of. */
@@ -332,9 +331,31 @@ void hk_session_free(struct hk_session *s)
     hk_buf_free(&s->out);
     hk_buf_free(&s->rbody);
     hk_buf_free(&s->rhdr);
-    if (s->req.win_used)
-        hk_webhook_in_free(&s->req.win);
-    s->req.win_used = false;
+}
+
+/* The client's X-Request-Id when it is 1..HK_REQ_ID_MAX printable ASCII
+ * characters, else "<loop prefix><hex counter>": no syscall, no printf. */
+static void request_id(struct hk_req *r, const char *id, size_t n)
+{
+    struct hk_worker *w = r->s->w;
+    if (id && n > 0 && n <= HK_REQ_ID_MAX && hk_ascii_printable(id, n, 0x20)) {
+        memcpy(r->req_id, id, n);
+        r->req_id_len = (uint8_t)n;
+    } else {
+        memcpy(r->req_id, w->rid_prefix, w->rid_prefix_len);
+        char tmp[16];
+        int k = 0;
+        uint64_t v = ++w->rid_next;
+        do {
+            tmp[k++] = "0123456789abcdef"[v & 15];
+            v >>= 4;
+        } while (v);
+        size_t len = w->rid_prefix_len;
+        while (k)
+            r->req_id[len++] = tmp[--k];
+        r->req_id_len = (uint8_t)len;
+    }
+    r->req_id[r->req_id_len] = 0;
 }
 
 static void begin_request(struct hk_session *s)
@@ -350,10 +371,14 @@ static void begin_request(struct hk_session *s)
     r->on_drain = NULL;
     r->on_abort = NULL;
     r->on_cancel = NULL;
-    r->route = HK_ROUTE_UNROUTED;
+    r->routed = false;
+    r->start_ns = hk_mono_ns();
+    r->status = 0;
+    r->resp_bytes = 0;
     size_t idn;
     const char *id = hdr_val(s, HK_H_REQUEST_ID, &idn);
-    hk_obs_begin(r, id, idn);
+    request_id(r, id, idn);
+    s->w->app->begin(r);
 }
 
 /* Answer a request the parser rejected, and close. */
@@ -401,7 +426,8 @@ static void dispatch(struct hk_session *s)
     r->signature = hdr_val(s, HK_H_SIGNATURE, &r->signature_len);
     r->accept = hdr_val(s, HK_H_ACCEPT, &r->accept_len);
     r->body = &s->body;
-    hk_api_dispatch(r);
+    r->routed = true;
+    s->w->app->request(r);
 }
 
 /* Parse from p; returns how many bytes were used. */
@@ -504,7 +530,7 @@ void hk_session_resume(struct hk_session *s)
 void hk_session_finish(struct hk_session *s)
 {
     struct hk_req *r = &s->req;
-    hk_obs_end(r);
+    s->w->app->end(r);
     s->busy = false;
     s->served++;
     s->want_drain = false;
@@ -512,10 +538,6 @@ void hk_session_finish(struct hk_session *s)
     r->on_abort = NULL;
     r->on_cancel = NULL;
     r->streaming = false;
-    if (r->win_used) {
-        hk_webhook_in_free(&r->win);
-        r->win_used = false;
-    }
     if (s->draining_server || s->peer_gone)
         s->keep_alive = false;
     if (!s->keep_alive)

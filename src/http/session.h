@@ -13,8 +13,6 @@
 #include <stdint.h>
 
 #include "core/buf.h"
-#include "json/webhook_json.h"
-#include "store/store.h"
 
 /* Unsent output above which a session parses no further request (and its
  * transport reads no further bytes) until the peer has taken some. */
@@ -44,9 +42,12 @@ struct hk_span {
 
 typedef void (*hk_req_cb)(struct hk_req *r);
 
+#define HK_REQ_ID_MAX 128
+
 /* The request being served. Pointers are valid until the response is done. */
 struct hk_req {
     struct hk_session *s;
+    void *app;                 /* the application's per-request block (hk_app.req_size bytes) */
     uint8_t method;            /* llhttp_method_t */
     bool head;                 /* HEAD: headers only */
     const char *path;
@@ -62,8 +63,6 @@ struct hk_req {
     const char *accept;        /* Accept, NUL-terminated, or NULL */
     size_t accept_len;
     const struct hk_buf *body;
-    const char *param;         /* the {id} path segment, raw */
-    size_t param_len;
     uint64_t start_ns;
     /* Set by a handler that waits for hk_session_drained (streams). */
     hk_req_cb on_drain;
@@ -74,21 +73,12 @@ struct hk_req {
      * called once when the server stops. The handler still ends the
      * request, now or when its work comes back. */
     hk_req_cb on_cancel;
-    /* Per-request state handlers need across callbacks. */
-    struct hk_store_op op;
-    struct hk_webhook_in win;
-    bool win_used;
     bool streaming;
-    bool first_row;
-    int route;                 /* index in the route table, for metrics/logs */
+    bool routed;               /* parsed and handed to the application (not refused by the parser) */
     int status;                /* of the response, once its head is written */
     uint64_t resp_bytes;       /* body bytes sent (access log) */
-    uint64_t op_start_ns;      /* when the current store op was submitted */
     uint8_t req_id_len;
-    char req_id[129];          /* X-Request-Id: the client's (validated) or generated */
-    char scratch[2048];        /* decoded query values */
-    uv_work_t work;            /* off-loop work (CPU benchmark) */
-    uint64_t bench[7];         /* CPU benchmark state (api/system.c) */
+    char req_id[HK_REQ_ID_MAX + 1]; /* X-Request-Id: the client's (printable ASCII) or generated */
 };
 
 /* Which interesting header a value belongs to (parse bookkeeping). */

@@ -47,7 +47,7 @@ static void check_name(struct hk_webhook_in *in, const char *field, size_t max,
                        const char *size_message, const char **out, size_t *out_len)
 {
     json_t *v = json_object_get(in->root, field);
-    if (v == NULL || json_is_null(v)) {
+    if (!v || json_is_null(v)) {
         add_violation(in, field, "must not be blank");
         return;
     }
@@ -71,7 +71,7 @@ static void check_name(struct hk_webhook_in *in, const char *field, size_t max,
 enum hk_decode_result hk_webhook_decode(const char *body, size_t len, struct hk_webhook_in *in)
 {
     memset(in, 0, sizeof *in);
-    if (body == NULL) {
+    if (!body) {
         assert(len == 0);
         body = "";   /* jansson refuses a NULL buffer with a less useful message */
     }
@@ -85,7 +85,7 @@ enum hk_decode_result hk_webhook_decode(const char *body, size_t len, struct hk_
      * where Jackson would skip it in an unknown field. */
     json_error_t err;
     in->root = json_loadb(body, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &err);
-    if (in->root == NULL) {
+    if (!in->root) {
         size_t tl = strnlen(err.text, sizeof err.text);
         if (tl >= sizeof in->err_text)
             tl = sizeof in->err_text - 1;
@@ -114,7 +114,7 @@ enum hk_decode_result hk_webhook_decode(const char *body, size_t len, struct hk_
     if (json_is_string(payload)) {
         row->payload = json_string_value(payload);
         row->payload_len = json_string_length(payload);
-    } else if (payload != NULL && !json_is_null(payload)) {
+    } else if (payload && !json_is_null(payload)) {
         add_violation(in, "payload", "must be a string or null");
     }
 
@@ -146,7 +146,7 @@ void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w)
     PUT_LIT(b, ",\"eventType\":");
     hk_buf_put_json_str(b, w->event_type, w->event_type_len);
     PUT_LIT(b, ",\"payload\":");
-    if (w->payload != NULL)
+    if (w->payload)
         hk_buf_put_json_str(b, w->payload, w->payload_len);
     else
         PUT_LIT(b, "null");

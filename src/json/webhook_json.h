@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "core/buf.h"
-#include "store/store.h"
+#include "core/webhook.h"
 
 #define HK_SOURCE_MAX 255      /* characters (Unicode code points) */
 #define HK_EVENT_TYPE_MAX 100

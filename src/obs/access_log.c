@@ -10,6 +10,7 @@
 #include "obs/access_log.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,7 @@
 
 #include "core/buf.h"
 #include "core/clock.h"
-#include "http/route.h"
-#include "http/server.h"
-#include "http/session.h"
-#include "obs/obs.h"
+#include "core/ctr.h"
 
 #define FLUSH_BYTES (32 * 1024)
 #define MAX_BYTES (1024 * 1024)
@@ -29,7 +27,8 @@
 #define PATH_MAX_LOGGED 512
 
 struct hk_access_log {
-    struct hk_worker *w;
+    hk_ctr dropped;
+    uv_loop_t *loop;
     struct hk_buf cur;         /* lines being collected */
     struct hk_buf out;         /* lines the pool job is writing */
     uv_work_t work;
@@ -98,7 +97,7 @@ static void start_write(struct hk_access_log *a)
     a->cur = t;
     a->cur.len = 0;
     a->work.data = a;
-    if (uv_queue_work(&a->w->loop, &a->work, on_work, after_work) < 0) {
+    if (uv_queue_work(a->loop, &a->work, on_work, after_work) < 0) {
         /* Only when the loop is closing: keep the lines for hk_access_log_free. */
         t = a->cur;
         a->cur = a->out;
@@ -115,14 +114,14 @@ static void on_timer(uv_timer_t *t)
     start_write(a);
 }
 
-struct hk_access_log *hk_access_log_new(struct hk_worker *w)
+struct hk_access_log *hk_access_log_new(uv_loop_t *loop)
 {
     struct hk_access_log *a = calloc(1, sizeof *a);
     if (!a)
         abort();
-    a->w = w;
     a->fd = STDERR_FILENO;
-    uv_timer_init(&w->loop, &a->timer);
+    a->loop = loop;
+    uv_timer_init(loop, &a->timer);
     a->timer.data = a;
     /* Pending lines must not keep a stopping loop alive: free() writes them. */
     uv_unref((uv_handle_t *)&a->timer);
@@ -150,35 +149,36 @@ static void put_path(struct hk_buf *b, const char *p, size_t n)
     hk_buf_putc(b, '"');
 }
 
-void hk_access_log_request(struct hk_access_log *a, const struct hk_req *r, const char *route,
-                           uint64_t dur_ns)
+uint64_t hk_access_log_dropped(struct hk_access_log *a)
 {
-    struct hk_obs *o = a->w->obs;
+    return hk_ctr_get(&a->dropped);
+}
+
+void hk_access_log_request(struct hk_access_log *a, const struct hk_obs_request *q, const char *method)
+{
     if (a->closed || a->cur.len >= MAX_BYTES) {
-        hk_obs_count(o, HK_C_ACCESS_LOG_DROPPED, 1);
+        hk_ctr_add(&a->dropped, 1);
         return;
     }
     struct hk_buf *b = &a->cur;
     hk_buf_puts(b, "{\"ts\":\"");
     hk_buf_put_iso_us(b, hk_wall_us());
     hk_buf_puts(b, "\",\"level\":\"info\",\"msg\":\"access\",\"method\":\"");
-    bool routed = r->route != HK_ROUTE_UNROUTED;
-    hk_buf_puts(b, !routed ? "UNKNOWN" : r->head ? "HEAD" : llhttp_method_name((llhttp_method_t)r->method));
-    hk_buf_puts(b, "\",\"route\":\"");
-    hk_buf_puts(b, route);
-    hk_buf_puts(b, "\"");
-    if (routed && r->path) {
+    hk_buf_puts(b, method);
+    hk_buf_puts(b, "\",\"route\":");
+    hk_buf_put_json_str(b, q->uri_name, strlen(q->uri_name));
+    if (q->path) {
         hk_buf_puts(b, ",\"path\":");
-        put_path(b, r->path, r->path_len);
+        put_path(b, q->path, q->path_len);
     }
     hk_buf_puts(b, ",\"status\":");
-    hk_buf_put_u64(b, (uint64_t)(r->status > 0 ? r->status : 0));
+    hk_buf_put_u64(b, (uint64_t)(q->status > 0 ? q->status : 0));
     hk_buf_puts(b, ",\"bytes\":");
-    hk_buf_put_u64(b, r->resp_bytes);
+    hk_buf_put_u64(b, q->bytes);
     hk_buf_puts(b, ",\"durUs\":");
-    hk_buf_put_u64(b, dur_ns / 1000);
+    hk_buf_put_u64(b, q->dur_ns / 1000);
     hk_buf_puts(b, ",\"requestId\":");
-    hk_buf_put_json_str(b, r->req_id, r->req_id_len);
+    hk_buf_put_json_str(b, q->req_id, q->req_id_len);
     hk_buf_puts(b, "}\n");
     if (b->len >= FLUSH_BYTES) {
         start_write(a);

@@ -15,11 +15,9 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/proc.h"
 #include "hk_build.h"
-#include "http/resp.h"
-#include "http/server.h"
 #include "obs/obs.h"
-#include "store/store.h"
 
 struct series_copy {
     uint32_t key;
@@ -42,6 +40,7 @@ struct gather {
     size_t nser, capser;
     struct source_copy *src;
     size_t nsrc, capsrc;
+    uint64_t alog_dropped;
     unsigned workers;
 };
 
@@ -72,6 +71,7 @@ static void gather_one(struct hk_obs *o, void *arg)
     g->workers++;
     for (int i = 0; i < HK_C__COUNT; i++)
         g->c[i] += hk_ctr_get(&o->c[i]);
+    g->alog_dropped += hk_obs_access_log_dropped(o);
     for (int i = 0; i < HK_REJ__COUNT; i++)
         g->rejected[i] += hk_ctr_get(&o->rejected[i]);
     for (int k = 0; k < HK_STORE_OPS; k++) {
@@ -274,10 +274,8 @@ static const char *outcome(unsigned status)
 /* ---- process facts ---- */
 
 static struct {
-    int statm_fd;
-    long page_size;
     double start_time;
-} proc = {.statm_fd = -1};
+} proc;
 
 /* The kernel's record of the exec: boot time (/proc/stat btime) plus the
  * process's starttime in clock ticks (/proc/self/stat field 22), as the
@@ -316,8 +314,6 @@ static double start_time(void)
 
 static void proc_init(void)
 {
-    proc.statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    proc.page_size = sysconf(_SC_PAGESIZE);
     proc.start_time = start_time();
 }
 
@@ -351,14 +347,13 @@ static void process_metrics(struct hk_buf *b)
                    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
         put_double(b, "process_cpu_seconds_total", s, 6);
     }
-    char buf[128];
-    ssize_t n = proc.statm_fd >= 0 ? pread(proc.statm_fd, buf, sizeof buf - 1, 0) : -1;
-    unsigned long size, resident;
-    if (n > 0 && (buf[n] = 0, sscanf(buf, "%lu %lu", &size, &resident) == 2)) {
+    uint64_t rss, vsize;
+    hk_proc_memory(&rss, &vsize);
+    if (rss) {
         family(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-        sample_u64(b, "process_resident_memory_bytes", NULL, (uint64_t)resident * (uint64_t)proc.page_size);
+        sample_u64(b, "process_resident_memory_bytes", NULL, rss);
         family(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
-        sample_u64(b, "process_virtual_memory_bytes", NULL, (uint64_t)size * (uint64_t)proc.page_size);
+        sample_u64(b, "process_virtual_memory_bytes", NULL, vsize);
     }
     int fds = count_fds();
     if (fds >= 0) {
@@ -376,7 +371,14 @@ static void process_metrics(struct hk_buf *b)
 
 /* ---- the exposition ---- */
 
-static void request_metrics(struct hk_buf *b, struct gather *g)
+static const char *uri_name(const struct hk_metrics_in *in, unsigned i)
+{
+    if (i == HK_URI_NOT_FOUND)
+        return "NOT_FOUND";
+    return i < in->nuri && in->uri_names[i] ? in->uri_names[i] : "UNKNOWN";
+}
+
+static void request_metrics(struct hk_buf *b, struct gather *g, const struct hk_metrics_in *in)
 {
     family(b, "http_server_requests_seconds", "histogram",
            "Duration of HTTP server requests, by method, route template (uri), status and outcome.");
@@ -408,7 +410,7 @@ static void request_metrics(struct hk_buf *b, struct gather *g)
         while (stn)
             hk_buf_putc(&l, st[--stn]);
         hk_buf_puts(&l, "\",uri=");
-        const char *u = hk_obs_uri_name(uri);
+        const char *u = uri_name(in, uri);
         label_value(&l, u, strlen(u));
         histogram(b, "http_server_requests_seconds", l.p, l.len, &m);
     }
@@ -449,9 +451,9 @@ static void source_metrics(struct hk_buf *b, struct gather *g, unsigned top)
     sample_u64(b, "hookd_webhooks_received_total", "source=\"other\"", other);
 }
 
-static void store_metrics(struct hk_buf *b, struct gather *g, struct hk_store *store)
+static void store_metrics(struct hk_buf *b, struct gather *g, const struct hk_metrics_in *in)
 {
-    const char *backend = store ? store->vt->name : "none";
+    const char *backend = in->backend ? in->backend : "none";
     char labels[128];
     family(b, "hookd_store_query_seconds", "histogram",
            "Store operation latency, from submit to completion (queueing and group commit included).");
@@ -466,26 +468,20 @@ static void store_metrics(struct hk_buf *b, struct gather *g, struct hk_store *s
                      hk_store_err_names[e], hk_store_op_names[k]);
             sample_u64(b, "hookd_store_errors_total", labels, g->store_err[k][e]);
         }
-    if (!store || !store->vt->stats)
-        return;
-    struct hk_store_stats st = {-1, -1, -1, -1};
-    store->vt->stats(store, &st);
     snprintf(labels, sizeof labels, "backend=\"%s\"", backend);
-    static const struct {
-        size_t off;
+    const struct {
+        int64_t v;
         const char *name, *help;
     } gauges[] = {
-        {offsetof(struct hk_store_stats, conns_open), "hookd_store_connections_open",
-         "Database connections the store holds open."},
-        {offsetof(struct hk_store_stats, conns_busy), "hookd_store_connections_busy",
-         "Database connections running a query now."},
-        {offsetof(struct hk_store_stats, queue_depth), "hookd_store_queue_depth",
+        {in->store_conns_open, "hookd_store_connections_open", "Database connections the store holds open."},
+        {in->store_conns_busy, "hookd_store_connections_busy", "Database connections running a query now."},
+        {in->store_queue_depth, "hookd_store_queue_depth",
          "Store requests waiting for a connection (SQLite: queued writes)."},
-        {offsetof(struct hk_store_stats, queue_capacity), "hookd_store_queue_capacity",
+        {in->store_queue_capacity, "hookd_store_queue_capacity",
          "Store requests that may wait before new ones are refused with 503."},
     };
     for (size_t i = 0; i < sizeof gauges / sizeof gauges[0]; i++) {
-        int64_t v = *(const int64_t *)((const char *)&st + gauges[i].off);
+        int64_t v = gauges[i].v;
         if (v < 0)
             continue;
         family(b, gauges[i].name, "gauge", gauges[i].help);
@@ -501,14 +497,14 @@ static void counter(struct hk_buf *b, const char *name, const char *help, uint64
 
 #define PROC_TEXT_MAX_AGE_NS 1000000000u
 
-void hk_metrics_render(struct hk_buf *b, struct hk_store *store, unsigned top_sources, struct hk_obs *self)
+void hk_metrics_render(struct hk_buf *b, const struct hk_metrics_in *in, struct hk_obs *self)
 {
     struct gather g;
     memset(&g, 0, sizeof g);
     hk_obs_each(gather_one, &g);
 
-    request_metrics(b, &g);
-    source_metrics(b, &g, top_sources);
+    request_metrics(b, &g, in);
+    source_metrics(b, &g, in->top_sources);
     family(b, "hookd_webhooks_rejected_total", "counter", "Webhook deliveries refused, by reason.");
     for (int i = 0; i < HK_REJ__COUNT; i++) {
         hk_buf_puts(b, "hookd_webhooks_rejected_total{reason=\"");
@@ -517,28 +513,29 @@ void hk_metrics_render(struct hk_buf *b, struct hk_store *store, unsigned top_so
         hk_buf_put_u64(b, g.rejected[i]);
         hk_buf_putc(b, '\n');
     }
-    store_metrics(b, &g, store);
+    store_metrics(b, &g, in);
 
-    uint64_t acc = g.c[HK_C_CONN_ACCEPTED], closed = g.c[HK_C_CONN_CLOSED];
+    const struct hk_metrics_http *h = &in->http;
+    uint64_t acc = h->accepted, closed = h->closed;
     family(b, "hookd_connections_open", "gauge", "TCP connections open now.");
     sample_u64(b, "hookd_connections_open", NULL, acc > closed ? acc - closed : 0);
     counter(b, "hookd_connections_accepted_total", "TCP connections accepted.", acc);
     counter(b, "hookd_connections_closed_total", "TCP connections closed.", closed);
     counter(b, "hookd_connections_rejected_total",
-            "TCP connections answered 503 and closed because of the connection limit.", g.c[HK_C_CONN_REJECTED]);
+            "TCP connections answered 503 and closed because of the connection limit.", h->rejected);
     counter(b, "hookd_connections_evicted_total",
             "Idle kept-alive connections closed to admit a new client at the connection limit.",
-            g.c[HK_C_CONN_EVICTED]);
+            h->evicted);
     counter(b, "hookd_connections_shed_total",
             "Connections closed because their peer stopped reading: send timeout or output buffer cap.",
-            g.c[HK_C_CONN_SHED]);
+            h->shed);
     counter(b, "hookd_accept_failures_total",
             "Failed accepts (out of file descriptors); each pauses accepting on its loop briefly.",
-            g.c[HK_C_ACCEPT_FAILED]);
-    counter(b, "hookd_http_received_bytes_total", "Bytes read from TCP connections.", g.c[HK_C_BYTES_IN]);
-    counter(b, "hookd_http_sent_bytes_total", "Bytes written to TCP connections.", g.c[HK_C_BYTES_OUT]);
+            h->accept_failed);
+    counter(b, "hookd_http_received_bytes_total", "Bytes read from TCP connections.", h->bytes_in);
+    counter(b, "hookd_http_sent_bytes_total", "Bytes written to TCP connections.", h->bytes_out);
     counter(b, "hookd_access_log_dropped_total", "Access-log lines dropped because stderr did not keep up.",
-            g.c[HK_C_ACCESS_LOG_DROPPED]);
+            g.alog_dropped);
     counter(b, "hookd_metrics_series_overflow_total",
             "Requests left out of http_server_requests_seconds because a worker's series table was full.",
             g.c[HK_C_SERIES_OVERFLOW]);
@@ -564,11 +561,4 @@ void hk_metrics_render(struct hk_buf *b, struct hk_store *store, unsigned top_so
         free(g.src[i].name);
     free(g.src);
     free(g.ser);
-}
-
-void hk_api_metrics(struct hk_req *r)
-{
-    struct hk_worker *w = r->s->w;
-    hk_metrics_render(hk_resp_body(r), w->store, (unsigned)w->cfg->metrics_top_sources, w->obs);
-    hk_resp_send(r, 200, HK_METRICS_CT);
 }

@@ -11,20 +11,7 @@
 #include <uv.h>
 
 #include "core/err.h"
-
-/* A row as the API sees it. Strings are not NUL-terminated; `payload` is NULL
- * for a JSON null payload. In a row handed to a callback, every pointer is
- * borrowed until that callback returns. */
-struct hk_webhook {
-    int64_t id;
-    const char *source;
-    size_t source_len;
-    const char *event_type;
-    size_t event_type_len;
-    const char *payload;
-    size_t payload_len;
-    int64_t received_us;   /* unix microseconds */
-};
+#include "core/webhook.h"
 
 /* Filters and paging for a list. Zero/NULL fields mean "not set". */
 struct hk_list_query {
@@ -40,6 +27,8 @@ struct hk_list_query {
 enum hk_op_kind { HK_OP_INSERT, HK_OP_GET, HK_OP_DELETE, HK_OP_LIST };
 
 struct hk_store_op;
+struct sq_loop;     /* private to the SQLite store (sqlite_int.h) */
+struct sq_replay;   /* private to the SQLite store (sqlite_int.h) */
 typedef void (*hk_store_row_cb)(struct hk_store_op *op, const struct hk_webhook *row);
 typedef void (*hk_store_done_cb)(struct hk_store_op *op);
 
@@ -72,10 +61,22 @@ struct hk_store_op {
     hk_store_row_cb on_row;
     hk_store_done_cb on_done;
     void *data;                 /* the caller's */
-    /* Backend-private from here on. */
+    /* Backend-private from here on: the caller neither sets nor reads these.
+     * `next` links the op into whichever queue holds it. An op belongs to
+     * one store, so only that store's member of `be` is ever valid. */
     struct hk_store_op *next;
-    void *priv;
-    unsigned retries;           /* times the backend sent it again */
+    union {
+        /* PostgreSQL: valid from submit until the op completes. */
+        struct {
+            uint64_t deadline;  /* loop time (ms) to answer by; kept when sent again */
+            unsigned retries;   /* times sent again because another op failed its group */
+        } pg;
+        /* SQLite: a write's, valid from submit until its on_done has run. */
+        struct {
+            struct sq_loop *loop;       /* the loop that submitted it, to answer on */
+            struct sq_replay *replay;   /* the original row while `replayed`, else NULL */
+        } sq;
+    } be;
 };
 
 struct hk_store;
@@ -136,10 +137,20 @@ static inline int hk_store_health(struct hk_store_loop *sl)
     return sl->store->vt->health(sl);
 }
 
-/* SQLite backend. `path` is the database file; `sync_full` selects
- * PRAGMA synchronous=FULL (durable against power loss) instead of NORMAL.
- * Creates or migrates the schema. On failure returns NULL and writes a
- * one-line reason into errbuf. */
-struct hk_store *hk_sqlite_open(const char *path, bool sync_full, char *errbuf, size_t errlen);
+/* How to open the SQLite store. Zero limits mean the defaults. */
+struct hk_sqlite_opts {
+    const char *path;           /* the database file */
+    bool sync_full;             /* PRAGMA synchronous=FULL (durable against power loss), else NORMAL */
+    uint32_t queue_max;         /* queued writes before submit says HK_EBUSY; 0: 65536 */
+    uint32_t busy_ms;           /* wait for another process's write lock; 0: 5000 */
+};
+
+#define HK_SQLITE_QUEUE_MAX_LIMIT (1u << 24)   /* largest queue_max */
+#define HK_SQLITE_BUSY_MS_LIMIT 600000u        /* largest busy_ms */
+
+/* SQLite backend. Creates or migrates the schema. `opts` is borrowed for
+ * the call. On failure (a limit above its LIMIT included) returns NULL and
+ * writes a one-line reason into errbuf. */
+struct hk_store *hk_sqlite_open(const struct hk_sqlite_opts *opts, char *errbuf, size_t errlen);
 
 #endif

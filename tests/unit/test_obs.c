@@ -19,13 +19,15 @@
 #include "core/log.h"
 #include "hk_build.h"
 #include "http/memio.h"
+#include "store/store.h"
 #include "http/route.h"
 #include "obs/metrics.h"
-#include "obs/openapi.h"
+#include "api/openapi.h"
 
 static struct hk_config cfg;
 static struct hk_store *store;
 static struct hk_worker w;
+static struct hk_api *api;
 static struct hk_memio m;
 static char dir[64];
 
@@ -42,11 +44,12 @@ static void start(unsigned top_sources)
     cr_assert_not_null(mkdtemp(dir));
     char path[128];
     snprintf(path, sizeof path, "%s/t.db", dir);
-    store = hk_sqlite_open(path, false, err, sizeof err);
+    store = hk_sqlite_open(&(struct hk_sqlite_opts){.path = path}, err, sizeof err);
     cr_assert_not_null(store, "%s", err);
     hk_api_init();
     memset(&w, 0, sizeof w);
-    cr_assert_eq(hk_worker_init(&w, &cfg, store), 0);
+    api = hk_api_new(&cfg, store, 0);
+    cr_assert_eq(hk_worker_init(&w, &cfg, hk_api_app(api)), 0);
     hk_memio_init(&m, &w);
 }
 
@@ -59,6 +62,8 @@ static void teardown(void)
 {
     hk_memio_free(&m);
     hk_worker_fini(&w);
+    hk_api_free(api);
+    api = NULL;
     store->vt->close(store);
     hk_config_free(&cfg);
     char cmd[128];
@@ -263,7 +268,7 @@ Test(obs, sources_bounded_to_top_n_then_other)
     free(text);
     /* Rendering with a smaller bound keeps the busiest and folds the rest. */
     struct hk_buf b = HK_BUF_INIT;
-    hk_metrics_render(&b, store, 1, NULL);
+    hk_metrics_render(&b, &(struct hk_metrics_in){.top_sources = 1, .backend = "sqlite"}, NULL);
     hk_buf_putc(&b, 0);
     char *err = prom_parse(b.p, &p);
     cr_assert_null(err, "%s", err);
@@ -460,17 +465,17 @@ Test(obs, openapi_document_matches_the_route_table)
     json_t *paths = json_object_get(doc, "paths");
     cr_assert(json_is_object(paths));
     /* Every registered (template, method) is documented... */
-    for (int i = 0; i < hk_route_count; i++) {
+    for (int i = 0; i < hk_api_nroutes; i++) {
         char lower[16];
-        const char *mth = hk_route_method(i);
+        const char *mth = hk_route_method_name(&hk_api_routes[i]);
         size_t k = 0;
         for (; mth[k] && k < sizeof lower - 1; k++)
             lower[k] = (char)tolower((unsigned char)mth[k]);
         lower[k] = 0;
-        json_t *op = json_object_get(json_object_get(paths, hk_route_templates[i]), lower);
-        cr_expect(json_is_object(op), "route %s %s is not in docs/openapi.json", mth, hk_route_templates[i]);
+        json_t *op = json_object_get(json_object_get(paths, hk_api_routes[i].tmpl), lower);
+        cr_expect(json_is_object(op), "route %s %s is not in docs/openapi.json", mth, hk_api_routes[i].tmpl);
         cr_expect(json_is_object(json_object_get(op, "responses")), "%s %s: no responses", mth,
-                  hk_route_templates[i]);
+                  hk_api_routes[i].tmpl);
     }
     /* ...and every documented operation is registered. */
     const char *path;
@@ -482,9 +487,9 @@ Test(obs, openapi_document_matches_the_route_table)
                 continue;
             ops++;
             bool found = false;
-            for (int i = 0; i < hk_route_count && !found; i++)
-                found = strcmp(hk_route_templates[i], path) == 0 &&
-                        strcasecmp(hk_route_method(i), http_methods[k]) == 0;
+            for (int i = 0; i < hk_api_nroutes && !found; i++)
+                found = strcmp(hk_api_routes[i].tmpl, path) == 0 &&
+                        strcasecmp(hk_route_method_name(&hk_api_routes[i]), http_methods[k]) == 0;
             cr_expect(found, "docs/openapi.json documents %s %s, which hookd does not serve", http_methods[k], path);
         }
         cr_expect_gt(ops, 0, "%s has no operation", path);
@@ -538,10 +543,10 @@ Test(obs, openapi_served_as_yaml_by_default_json_on_request)
     send_str("GET /q/openapi HTTP/1.1\r\nHost: x\r\n\r\n");
     cr_expect_not_null(strstr(sent(), "Content-Type: application/yaml;charset=UTF-8\r\n"), "%.300s", sent());
     cr_expect_not_null(strstr(sent(), "\r\n\r\nopenapi: \"3.1.0\"\n"), "%.300s", sent());
-    for (int i = 0; i < hk_route_count; i++) {
+    for (int i = 0; i < hk_api_nroutes; i++) {
         char key[128];
-        snprintf(key, sizeof key, "\n  \"%s\":\n", hk_route_templates[i]);
-        cr_expect_not_null(strstr(sent(), key), "YAML lacks %s", hk_route_templates[i]);
+        snprintf(key, sizeof key, "\n  \"%s\":\n", hk_api_routes[i].tmpl);
+        cr_expect_not_null(strstr(sent(), key), "YAML lacks %s", hk_api_routes[i].tmpl);
     }
     const char *const json_reqs[] = {
         "GET /q/openapi?format=json HTTP/1.1\r\nHost: x\r\n\r\n",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * Unit tests for the parts of store/pg.c that need no server: the password
- * redaction of connection strings and the scrubbing of libpq messages. */
+ * Unit tests for the parts of the PostgreSQL store that need no server: the
+ * password redaction of connection strings and the scrubbing of libpq
+ * messages (store/pg_redact.c). */
 #include <criterion/criterion.h>
 #include <string.h>
 

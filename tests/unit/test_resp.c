@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "core/config.h"
 #include "http/memio.h"
+#include "store/store.h"
 #include "http/resp.h"
 
 /* ---- a store that answers every op with `op_status` ---- */
@@ -81,6 +82,7 @@ static struct hk_store fake_store = {.vt = &fake_vt};
 
 static struct hk_config cfg;
 static struct hk_worker w;
+static struct hk_api *api;
 static struct hk_memio m;
 static char log_path[64];
 static int saved_stderr = -1;
@@ -97,7 +99,8 @@ static void setup(void)
     submit_rc = 0;
     hk_api_init();
     memset(&w, 0, sizeof w);
-    cr_assert_eq(hk_worker_init(&w, &cfg, &fake_store), 0);
+    api = hk_api_new(&cfg, &fake_store, 0);
+    cr_assert_eq(hk_worker_init(&w, &cfg, hk_api_app(api)), 0);
     hk_memio_init(&m, &w);
     snprintf(log_path, sizeof log_path, "/tmp/hookd-resp-XXXXXX");
     int fd = mkstemp(log_path);
@@ -117,6 +120,8 @@ static void teardown(void)
     unlink(log_path);
     hk_memio_free(&m);
     hk_worker_fini(&w);
+    hk_api_free(api);
+    api = NULL;
     hk_config_free(&cfg);
 }
 

@@ -4,13 +4,14 @@
 #include <llhttp.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "http/query.h"
 #include "http/route.h"
 
 static struct hk_match match(const char *path, uint8_t method)
 {
     struct hk_match m;
-    hk_route_match(path, strlen(path), method, &m);
+    hk_route_match(hk_api_routes, hk_api_nroutes, path, strlen(path), method, &m);
     return m;
 }
 
@@ -20,7 +21,7 @@ Test(route, exact_paths)
     cr_expect_eq(match("/api/webhooks", HTTP_POST).status, 0);
     cr_expect_eq(match("/q/health/ready", HTTP_GET).status, 0);
     cr_expect_eq(match("/q/health/ready", HTTP_HEAD).status, 0, "HEAD matches GET routes");
-    cr_expect_str_eq(hk_route_templates[match("/api/system/info", HTTP_GET).route], "/api/system/info");
+    cr_expect_str_eq(hk_api_routes[match("/api/system/info", HTTP_GET).route].tmpl, "/api/system/info");
 }
 
 Test(route, id_template)
@@ -29,7 +30,7 @@ Test(route, id_template)
     cr_assert_eq(m.status, 0);
     cr_expect_eq(m.param_len, 2);
     cr_expect_eq(memcmp(m.param, "42", 2), 0);
-    cr_expect_str_eq(hk_route_templates[m.route], "/api/webhooks/{id}");
+    cr_expect_str_eq(hk_api_routes[m.route].tmpl, "/api/webhooks/{id}");
     cr_expect_eq(match("/api/webhooks/42/x", HTTP_GET).status, 404);
     cr_expect_eq(match("/api/webhooks/", HTTP_GET).status, 404);
 }

@@ -10,10 +10,12 @@
 #include "api/api.h"
 #include "core/config.h"
 #include "http/memio.h"
+#include "store/store.h"
 
 static struct hk_config cfg;
 static struct hk_store *store;
 static struct hk_worker w;
+static struct hk_api *api;
 static struct hk_memio m;
 static char dir[64];
 
@@ -29,11 +31,12 @@ static void setup(void)
     cr_assert_not_null(mkdtemp(dir));
     char path[128];
     snprintf(path, sizeof path, "%s/t.db", dir);
-    store = hk_sqlite_open(path, false, err, sizeof err);
+    store = hk_sqlite_open(&(struct hk_sqlite_opts){.path = path}, err, sizeof err);
     cr_assert_not_null(store, "%s", err);
     hk_api_init();
     memset(&w, 0, sizeof w);
-    cr_assert_eq(hk_worker_init(&w, &cfg, store), 0);
+    api = hk_api_new(&cfg, store, 0);
+    cr_assert_eq(hk_worker_init(&w, &cfg, hk_api_app(api)), 0);
     hk_memio_init(&m, &w);
 }
 
@@ -41,6 +44,8 @@ static void teardown(void)
 {
     hk_memio_free(&m);
     hk_worker_fini(&w);
+    hk_api_free(api);
+    api = NULL;
     store->vt->close(store);
     hk_config_free(&cfg);
     char cmd[128];

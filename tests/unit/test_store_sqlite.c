@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "store/store.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -38,6 +39,8 @@ TestSuite(store_sqlite, .timeout = 60);
 struct ctx {
     char dir[64];
     char path[128];
+    uint32_t queue_max;     /* for hk_sqlite_opts; 0: the default */
+    uint32_t busy_ms;       /* for hk_sqlite_opts; 0: the default */
     struct hk_store *s;
     uv_loop_t loop;
     struct hk_store_loop *sl;
@@ -116,7 +119,9 @@ static void got_free(struct got *g)
 static void ctx_open(struct ctx *c, bool sync_full)
 {
     char err[256];
-    c->s = hk_sqlite_open(c->path, sync_full, err, sizeof err);
+    struct hk_sqlite_opts o = {.path = c->path, .sync_full = sync_full, .queue_max = c->queue_max,
+                               .busy_ms = c->busy_ms};
+    c->s = hk_sqlite_open(&o, err, sizeof err);
     cr_assert_not_null(c->s, "open failed: %s", err);
     cr_assert_str_eq(c->s->vt->name, "sqlite");
     cr_assert_eq(uv_loop_init(&c->loop), 0);
@@ -342,27 +347,58 @@ Test(store_sqlite, refuses_newer_schema_and_bad_paths)
     cr_assert_eq(sqlite3_exec(db, "UPDATE schema_version SET version = 99", NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(db);
-    cr_assert_null(hk_sqlite_open(c.path, false, err, sizeof err));
+    cr_assert_null(hk_sqlite_open(&(struct hk_sqlite_opts){.path = c.path}, err, sizeof err));
     cr_assert_not_null(strstr(err, "99"), "errbuf: %s", err);
     rm_dir(&c);
 
     err[0] = '\0';
-    cr_assert_null(hk_sqlite_open("/nonexistent-dir/x/hookd.db", false, err, sizeof err));
+    cr_assert_null(hk_sqlite_open(&(struct hk_sqlite_opts){.path = "/nonexistent-dir/x/hookd.db"}, err,
+                                  sizeof err));
     cr_assert_neq(err[0], '\0');
     cr_assert_null(strchr(err, '\n'));
 }
 
+/* The limits come from the configuration (HOOKD_SQLITE_QUEUE_MAX and
+ * HOOKD_SQLITE_BUSY_MS), which refuses a bad value naming the variable;
+ * hk_sqlite_open refuses one above its limit before creating anything. */
 Test(store_sqlite, bad_tunable_fails_open)
 {
     struct ctx c;
     char err[256];
+    const char *bad[][2] = {{"HOOKD_SQLITE_QUEUE_MAX", "lots"}, {"HOOKD_SQLITE_QUEUE_MAX", "0"},
+                            {"HOOKD_SQLITE_QUEUE_MAX", "16777217"}, {"HOOKD_SQLITE_BUSY_MS", "0"},
+                            {"HOOKD_SQLITE_BUSY_MS", "600001"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct hk_config cfg;
+        char *argv[] = {"hookd", NULL};
+        setenv(bad[i][0], bad[i][1], 1);
+        err[0] = '\0';
+        cr_assert_eq(hk_config_load(&cfg, 1, argv, err, sizeof err), HK_CONFIG_ERROR,
+                     "%s=%s accepted", bad[i][0], bad[i][1]);
+        cr_assert_not_null(strstr(err, bad[i][0]), "errbuf: %s", err);
+        hk_config_free(&cfg);
+        unsetenv(bad[i][0]);
+    }
+    struct hk_config cfg;
+    char *argv[] = {"hookd", NULL};
+    setenv("HOOKD_SQLITE_QUEUE_MAX", "8", 1);
+    setenv("HOOKD_SQLITE_BUSY_MS", "50", 1);
+    cr_assert_eq(hk_config_load(&cfg, 1, argv, err, sizeof err), HK_CONFIG_RUN, "%s", err);
+    cr_assert_eq(cfg.sqlite_queue_max, 8);
+    cr_assert_eq(cfg.sqlite_busy_ms, 50);
+    hk_config_free(&cfg);
+
     ctx_init(&c);
-    setenv("HOOKD_SQLITE_QUEUE_MAX", "lots", 1);
-    cr_assert_null(hk_sqlite_open(c.path, false, err, sizeof err));
-    cr_assert_not_null(strstr(err, "HOOKD_SQLITE_QUEUE_MAX"), "errbuf: %s", err);
+    cr_assert_null(hk_sqlite_open(&(struct hk_sqlite_opts){.path = c.path,
+                                                            .queue_max = HK_SQLITE_QUEUE_MAX_LIMIT + 1},
+                                  err, sizeof err));
+    cr_assert_not_null(strstr(err, "queue_max"), "errbuf: %s", err);
     cr_assert_eq(access(c.path, F_OK), -1, "nothing is created on a bad setting");
-    setenv("HOOKD_SQLITE_QUEUE_MAX", "0", 1);
-    cr_assert_null(hk_sqlite_open(c.path, false, err, sizeof err));
+    cr_assert_null(hk_sqlite_open(&(struct hk_sqlite_opts){.path = c.path,
+                                                            .busy_ms = HK_SQLITE_BUSY_MS_LIMIT + 1},
+                                  err, sizeof err));
+    cr_assert_not_null(strstr(err, "busy_ms"), "errbuf: %s", err);
+    cr_assert_eq(access(c.path, F_OK), -1, "nothing is created on a bad setting");
     rm_dir(&c);
 }
 
@@ -900,7 +936,7 @@ Test(store_sqlite, two_loops_lose_no_rows)
     struct ctx c;
     char err[256];
     ctx_init(&c);
-    c.s = hk_sqlite_open(c.path, false, err, sizeof err);
+    c.s = hk_sqlite_open(&(struct hk_sqlite_opts){.path = c.path}, err, sizeof err);
     cr_assert_not_null(c.s, "%s", err);
 
     enum { N = 700 };
@@ -956,7 +992,7 @@ static _Noreturn void child_writer(const char *path)
     char err[256];
     static struct hk_store_op ops[64];
     uv_loop_t loop;
-    struct hk_store *s = hk_sqlite_open(path, false, err, sizeof err);
+    struct hk_store *s = hk_sqlite_open(&(struct hk_sqlite_opts){.path = path}, err, sizeof err);
     if (s == NULL || uv_loop_init(&loop) != 0 || s->vt->loop_attach(s, &loop, &child_sl) != 0)
         _exit(2);
     for (int i = 0; i < 64; i++) {
@@ -1051,7 +1087,7 @@ Test(store_sqlite, full_queue_says_busy)
     struct hk_store_op *ops = calloc(N, sizeof *ops);
     struct got *gs = calloc(N, sizeof *gs);
     ctx_init(&c);
-    setenv("HOOKD_SQLITE_QUEUE_MAX", "8", 1);
+    c.queue_max = 8;
     ctx_open(&c, false);
 
     /* Another connection holds the write lock, so the writer stalls in
@@ -1093,7 +1129,7 @@ Test(store_sqlite, health_fails_on_unwritable_and_recovers)
     struct hk_store_op op;
     struct got g = {0};
     ctx_init(&c);
-    setenv("HOOKD_SQLITE_BUSY_MS", "50", 1);
+    c.busy_ms = 50;
     ctx_open(&c, false);
     cr_assert_eq(hk_store_health(c.sl), 0);
 
@@ -1371,7 +1407,7 @@ Test(store_sqlite, locked_spell_logs_once_and_ends_without_writes)
     struct capture cap;
     struct got g = {0};
     ctx_init(&c);
-    setenv("HOOKD_SQLITE_BUSY_MS", "50", 1);
+    c.busy_ms = 50;
     ctx_open(&c, false);
     int64_t id = insert(&c, "s", "e", "{}");
     capture_start(&cap, &c);

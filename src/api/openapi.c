@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT
  * Serving the embedded OpenAPI document in the format asked for. */
-#include "obs/openapi.h"
+#include "api/openapi.h"
 
 #include <string.h>
 #include <strings.h>
 
+#include "api/api_int.h"
 #include "http/query.h"
-#include "http/resp.h"
 
 /* Does a comma-separated Accept value name `type` (parameters ignored)? */
 static int accepts(const char *v, size_t n, const char *type)
@@ -27,6 +27,8 @@ static int accepts(const char *v, size_t n, const char *type)
     return 0;
 }
 
+/* YAML by default; JSON with ?format=json or when Accept names
+ * application/json (and not YAML), as Quarkus serves it. */
 void hk_api_openapi(struct hk_req *r)
 {
     size_t flen;

@@ -8,8 +8,6 @@
 
 #include <stddef.h>
 
-struct hk_req;
-
 /* Generated at build time; NUL-terminated, length without the NUL. */
 extern const char hk_openapi_json[];
 extern const size_t hk_openapi_json_len;
@@ -18,9 +16,5 @@ extern const size_t hk_openapi_yaml_len;
 
 #define HK_CT_YAML "application/yaml;charset=UTF-8"
 #define HK_CT_JSON_UTF8 "application/json;charset=UTF-8"
-
-/* YAML by default; JSON with ?format=json or when Accept names
- * application/json (and not YAML), as Quarkus serves it. */
-void hk_api_openapi(struct hk_req *r);
 
 #endif

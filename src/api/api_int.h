@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT
+ * What the files of api/ share: the application's per-loop and per-request
+ * state, the handlers the route table names, and the helpers every handler
+ * uses (refusing a delivery, timing a store op). Private to api/. */
+#ifndef HK_API_INT_H
+#define HK_API_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "api/api.h"
+#include "core/config.h"
+#include "http/resp.h"
+#include "http/route.h"
+#include "http/server.h"
+#include "http/session.h"
+#include "json/webhook_json.h"
+#include "obs/obs.h"
+#include "store/store.h"
+
+/* The process-wide application (hk_api_new). */
+struct hk_api {
+    struct hk_app app;         /* first: the transport's view of it */
+    const struct hk_config *cfg;
+    struct hk_store *store;
+    uint64_t start_ns;
+};
+
+/* One loop's application state, made on that loop's thread. */
+struct hk_api_loop {
+    struct hk_api *api;
+    struct hk_worker *w;
+    struct hk_store_loop *sl;  /* NULL once detached */
+    struct hk_obs *obs;
+    bool bench_running;        /* one CPU benchmark at a time per loop */
+};
+
+/* A CPU benchmark run (api/system.c): the thread-pool job and its results. */
+struct hk_bench {
+    uv_work_t work;
+    uint64_t asked, done;      /* iterations */
+    uint64_t wall_ns, min_ns, max_ns, sum_ns;
+    _Atomic bool cancel;       /* set by the loop, read by the job */
+};
+
+/* One request's application state, in the block the transport keeps per
+ * connection (hk_req.app). `begin` resets what must not carry over. */
+struct hk_api_req {
+    int route;                 /* hk_api_routes index, HK_ROUTE_NONE or HK_ROUTE_UNROUTED */
+    const char *param;         /* the {id} segment, raw; borrowed from the request */
+    size_t param_len;
+    struct hk_store_op op;
+    uint64_t op_start_ns;
+    struct hk_webhook_in win;  /* the decoded body of a create, while win_used */
+    bool win_used;
+    bool first_row;            /* list: no comma before the next row */
+    char scratch[2048];        /* decoded query values */
+    struct hk_bench bench;
+};
+
+static inline struct hk_api_req *api_req(struct hk_req *r)
+{
+    return r->app;
+}
+
+static inline struct hk_api_loop *api_loop(struct hk_req *r)
+{
+    return hk_worker_app(r->s->w);
+}
+
+static inline const struct hk_config *api_cfg(struct hk_req *r)
+{
+    return api_loop(r)->api->cfg;
+}
+
+/* Refuse a webhook delivery: counted once under `why` and answered with a
+ * problem document. Ends the request. */
+void hk_api_refuse(struct hk_req *r, enum hk_reject why, int status, const char *detail_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Time a store op: begin before submit or list_next, end in on_done (or
+ * when submit itself failed, with its error). */
+void hk_api_store_begin(struct hk_req *r);
+void hk_api_store_end(struct hk_req *r, int kind, int status);
+
+/* The uri label of index i (see obs.h: 0 UNKNOWN, 1 NOT_FOUND, 2 + route). */
+const char *hk_api_uri_name(unsigned i);
+/* Index of the uri label of route i: the first route with its template. */
+unsigned hk_api_uri_of(int route);
+/* How many uri labels there are (2 + routes). */
+#define HK_API_NURI(n) (2 + (unsigned)(n))
+
+void hk_api_webhook_create(struct hk_req *r);
+void hk_api_webhook_list(struct hk_req *r);
+void hk_api_webhook_get(struct hk_req *r);
+void hk_api_webhook_delete(struct hk_req *r);
+void hk_api_system_info(struct hk_req *r);
+void hk_api_system_benchmark(struct hk_req *r);
+void hk_api_health(struct hk_req *r);
+void hk_api_health_live(struct hk_req *r);
+void hk_api_health_ready(struct hk_req *r);
+void hk_api_health_started(struct hk_req *r);
+void hk_api_metrics(struct hk_req *r);
+void hk_api_openapi(struct hk_req *r);
+
+#endif

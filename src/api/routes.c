@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT
+ * The route table: one list of method, template and handler. Metrics
+ * labels, the Allow header and the OpenAPI check all read it. */
+#include <llhttp.h>
+#include <string.h>
+
+#include "api/api_int.h"
+
+/* Same templates adjacent, their methods in alphabetical order (Allow). */
+const struct hk_route hk_api_routes[] = {
+    {HTTP_GET, "/api/webhooks", hk_api_webhook_list},
+    {HTTP_POST, "/api/webhooks", hk_api_webhook_create},
+    {HTTP_DELETE, "/api/webhooks/{id}", hk_api_webhook_delete},
+    {HTTP_GET, "/api/webhooks/{id}", hk_api_webhook_get},
+    {HTTP_GET, "/api/system/info", hk_api_system_info},
+    {HTTP_GET, "/api/system/benchmark", hk_api_system_benchmark},
+    {HTTP_GET, "/q/health", hk_api_health},
+    {HTTP_GET, "/q/health/live", hk_api_health_live},
+    {HTTP_GET, "/q/health/ready", hk_api_health_ready},
+    {HTTP_GET, "/q/health/started", hk_api_health_started},
+    {HTTP_GET, "/q/metrics", hk_api_metrics},
+    {HTTP_GET, "/metrics", hk_api_metrics},
+    {HTTP_GET, "/q/openapi", hk_api_openapi},
+};
+
+#define NROUTES ((int)(sizeof hk_api_routes / sizeof hk_api_routes[0]))
+const int hk_api_nroutes = NROUTES;
+
+const char *hk_api_uri_name(unsigned i)
+{
+    if (i == HK_URI_NOT_FOUND)
+        return "NOT_FOUND";
+    if (i < 2 || i >= 2 + (unsigned)NROUTES)
+        return "UNKNOWN";
+    return hk_api_routes[i - 2].tmpl;
+}
+
+unsigned hk_api_uri_of(int route)
+{
+    if (route == HK_ROUTE_UNROUTED)
+        return HK_URI_UNKNOWN;
+    if (route < 0 || route >= NROUTES)
+        return HK_URI_NOT_FOUND;
+    int i = route;
+    while (i > 0 && strcmp(hk_api_routes[i - 1].tmpl, hk_api_routes[route].tmpl) == 0)
+        i--;
+    return 2 + (unsigned)i;
+}

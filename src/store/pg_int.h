@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT
+ * Internals of the PostgreSQL store shared by its files: the types of the
+ * store, its start-up connections and its per-loop pools, and the helpers
+ * one file offers the others. Not for use outside src/store/pg*.c.
+ *
+ * Ownership: hk_pg_open allocates the pg_store and owns it until close();
+ * the pre_conns it starts belong to st->pre (under pre_lock) until a loop
+ * takes one over. Each pg_loop, and the pg_conns and handles in it, belongs
+ * to the thread of the loop that attached it; only the atomics of pg_store
+ * are touched from several threads. */
+#ifndef HK_PG_INT_H
+#define HK_PG_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "core/log.h"
+#include "store/pg.h"
+#include "store/pq_api.h"
+
+#define PG_PIPELINE_MAX 64         /* ops in flight on one connection */
+#define PG_RING (2 * PG_PIPELINE_MAX + 24)
+#define PG_CONNECT_MS 10000        /* one connection attempt, setup included */
+
+/* ---- the store and its start-up connections (pg_open.c) ---------------- */
+
+/* A connection hk_pg_open started, waiting for a loop to adopt it; ordered
+ * from least to most advanced. */
+enum pre_state { P_DEAD, P_CONNECTING, P_OK, P_CHECK, P_STAGED };
+
+struct pre_conn {
+    PGconn *pc;
+    enum pre_state state;
+    PostgresPollingStatusType poll;  /* P_CONNECTING: what PQconnectPoll asked for last */
+    int nsetup;                      /* P_CHECK, P_STAGED: setup statements after the check */
+};
+
+struct pg_store {
+    struct hk_store base;
+    char *url;                     /* holds the password: never logged */
+    char *safe_url;                /* redacted */
+    unsigned pool;
+    size_t queue_max;
+    uint64_t timeout_ms;
+    uint64_t tick_ms;              /* deadline check period while ops are out */
+    atomic_int nloops;
+    atomic_int ndown;              /* loops whose pool went down: one log line per spell */
+    /* Gauges for stats(), summed over the loops. */
+    atomic_long ready;             /* connections usable */
+    atomic_long busy;              /* connections with ops in flight */
+    atomic_long waiting;           /* ops waiting for a connection */
+    pthread_mutex_t pre_lock;      /* guards pre: loops attach on their own threads */
+    struct pre_conn *pre;
+    unsigned npre;
+};
+
+/* ---- a loop's pool (pg.c) ------------------------------------------------ */
+
+struct pg_loop;
+
+enum conn_state { C_DOWN, C_CONNECTING, C_SETUP, C_READY };
+/* What the connection waits for, in send order. */
+enum ent_kind { E_OP, E_SYNC, E_SETUP, E_PING };
+
+struct ent {
+    uint8_t kind;
+    bool got;                      /* its result came; the NULL that ends it has not */
+    uint64_t deadline;             /* loop time (ms) */
+    struct hk_store_op *op;        /* E_OP until the op is completed or held */
+};
+
+/* An op of the oldest open group whose result came, waiting for the
+ * group's Sync. */
+struct held {
+    struct hk_store_op *op;
+    PGresult *res;                 /* a write's result; NULL for an op aborted by the group's failure */
+};
+
+/* A poll handle lives until its close callback, which may come after the
+ * connection moved to another socket or the loop detached. */
+struct pg_poll {
+    uv_poll_t h;
+    struct pg_loop *pl;
+    struct pg_conn *c;             /* NULL once dropped */
+};
+
+struct pg_conn {
+    struct pg_loop *pl;
+    PGconn *pc;
+    struct pg_poll *poll;
+    int events;                    /* what poll watches */
+    enum conn_state state;
+    struct ent ring[PG_RING];
+    unsigned head, n;              /* ring occupancy */
+    unsigned nops;                 /* E_OP entries in the ring */
+    unsigned nsyncs;               /* E_SYNC entries in the ring: groups in flight */
+    /* Writes whose result came, waiting for their group's Sync (the commit),
+     * and once the group failed, the ops it aborted too: both go out again
+     * after the Sync. At most one group's worth: a group is at most
+     * PG_PIPELINE_MAX ops. */
+    struct held held[PG_PIPELINE_MAX];
+    unsigned nheld;
+    bool group_failed;             /* the group rolls back at its Sync */
+    bool dirty;                    /* sent since the last Sync */
+    uint8_t cls;                   /* group_class of the open group's ops */
+    uint64_t group_deadline;       /* latest deadline sent in the open group */
+    uint64_t connect_deadline;
+    uint64_t last_io;              /* loop time of the last send or result */
+    unsigned backoff_ms;
+    bool failed_once;              /* for loop_attach's initial wait */
+    char err[256];                 /* last failure, scrubbed */
+    uv_timer_t retry;
+};
+
+struct pg_loop {
+    struct hk_store_loop base;     /* first: the API casts between the two */
+    struct pg_store *st;
+    uv_loop_t *loop;
+    struct pg_conn *conns;
+    unsigned nconns;
+    unsigned nready;
+    struct hk_store_op *wait_head, *wait_tail;
+    size_t nwait;
+    size_t nops;                   /* waiting + in flight + held */
+    size_t streams;                /* streamed lists between batches */
+    uv_prepare_t prep;             /* prep and check flush the wait queue: */
+    uv_check_t check;              /* before the loop blocks, and after I/O */
+    uv_timer_t tick;
+    uint64_t tick_period;
+    uint64_t next_ping;
+    unsigned closing;              /* handles whose close callback is due */
+    bool armed;
+    bool up;                       /* for the one-line-per-spell log */
+    bool counted_down;
+    bool detached;
+};
+
+/* ---- pg_sql.c: statements, schema, rows, errors --------------------------- */
+
+/* Migrations: entry i takes the database from version i to i + 1. */
+extern const char *const hk__pg_migrations[];
+extern const int hk__pg_schema_version;
+#define PG_SCHEMA_CHECK "SELECT coalesce(max(version), 0) FROM schema_version"
+
+/* Pipeline mode, then (with `check`, PG_SCHEMA_CHECK and a Flush first)
+ * every statement prepared and the session set up, all in one group closed
+ * by one Sync. Returns how many setup statements follow the check, or -1. */
+int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check);
+
+/* Send `op`'s statement with its parameters (binary). 0, or -1 (libpq's
+ * error on the connection). */
+int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op);
+
+/* Send the ping statement. 0 or -1. */
+int hk__pg_send_ping(PGconn *pc);
+
+/* Would the server take every parameter of `op`? */
+bool hk__pg_params_ok(const struct hk_store_op *op);
+
+/* A webhook row (COLS order) of `res`; strings borrowed from `res`. */
+void hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row);
+/* A bigint in PostgreSQL's text form. */
+int64_t hk__pg_to_i64(const char *s);
+
+/* A failed statement's HK_E* code; its SQLSTATE (borrowed from res, or
+ * NULL) in *sqlstate. */
+int hk__pg_map_error(PGconn *pc, const PGresult *res, const char **sqlstate);
+
+/* Log `msg` with a libpq message, scrubbed of st's password, and SQLSTATE. */
+void hk__pg_log(enum hk_log_level lvl, const char *msg, struct pg_store *st, const char *pgmsg,
+                const char *sqlstate);
+
+/* ---- pg_open.c: start-up ----------------------------------------------------- */
+
+/* A non-blocking connection to `url` started (never NULL: OOM aborts), with
+ * hookd's application name, client encoding and notice processor. */
+PGconn *hk__pg_start_connect(const char *url);
+
+/* The most advanced connection hk_pg_open started, if one is left: moved
+ * into *out (the caller owns its PGconn). Thread-safe. */
+bool hk__pg_take_pre(struct pg_store *st, struct pre_conn *out);
+
+/* Free the store and any start-up connection no loop took. */
+void hk__pg_store_free(struct pg_store *st);
+
+/* ---- pg.c: the pool ------------------------------------------------------------ */
+
+extern const struct hk_store_vt hk__pg_vt;
+
+#endif

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT
+ * Internals of the SQLite store shared by its files: the store, a loop's
+ * side of it, the replay record, and the helpers one file offers the
+ * others. Not for use outside src/store/sqlite*.c.
+ *
+ * Ownership: hk_sqlite_open allocates the sq_store and owns it until
+ * close(); its write connection and statements belong to the writer thread
+ * once that has started (sqlite_writer.c), its queue to whoever holds `mu`.
+ * An sq_loop belongs to the thread of the loop that attached it, except its
+ * completion list, which the writer fills under the loop's `mu`. */
+#ifndef HK_SQLITE_INT_H
+#define HK_SQLITE_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+#include <uv.h>
+
+#include "store/store.h"
+
+#define HK_SQLITE_QUEUE_MAX 65536      /* queued writes before submit says HK_EBUSY */
+#define HK_SQLITE_BUSY_MS 5000         /* another process holding the write lock */
+
+#define COLS "id, source, event_type, payload, received_us"
+
+struct sq_store {
+    struct hk_store base;
+    char *path;
+    char *dir;                      /* the database's directory, for statvfs */
+    sqlite3 *db;                    /* the write connection; writer thread only */
+    sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del, *probe_ins, *probe_del;
+    uv_thread_t writer;
+    bool writer_started;            /* guarded by mu */
+    int busy_ms;
+    atomic_int health;              /* 0, or HK_EUNAVAIL while `spell` lasts */
+    atomic_int read_spell;          /* 0, or the code the failing reads get */
+
+    /* The writer's failure spell; writer thread only. */
+    int spell;                      /* 0, or the code the failing writes get */
+    uint64_t spell_start_ns;
+    uint64_t spell_failed;          /* writes failed since the spell began */
+
+    uv_mutex_t mu;                  /* guards everything below */
+    uv_cond_t cv;
+    struct hk_store_op *head, *tail;
+    size_t queued;
+    size_t queue_max;
+    unsigned nloops;
+    bool stopping;
+};
+
+struct sq_loop {
+    struct hk_store_loop base;      /* first: the API casts between the two */
+    struct sq_store *st;
+    sqlite3 *db;                    /* read-only; this loop's thread only */
+    sqlite3_stmt *get;
+    sqlite3_stmt *list[4];
+    uv_async_t async;
+    uv_timer_t warm;                /* opens db shortly after start */
+    int closing;                    /* handles whose close is pending */
+    size_t pending;                 /* writes submitted, callbacks not yet run */
+    size_t streams;                 /* streamed lists waiting for next/close */
+
+    uv_mutex_t mu;                  /* guards the completion list */
+    struct hk_store_op *done_head, *done_tail;
+};
+
+/* An idempotent replay (op->be.sq.replay): the original row, copied out of
+ * the writer's statement so the loop thread can read it after the statement
+ * moved on. Freed once on_done has returned. */
+struct sq_replay {
+    struct hk_webhook row;
+    char bytes[];
+};
+
+/* ---- sqlite.c: shared helpers and the ops table ------------------------- */
+
+extern const struct hk_store_vt hk__sq_vt;
+
+/* The row a statement (COLS order) is on; strings borrowed from it. */
+void hk__sq_row(sqlite3_stmt *stmt, struct hk_webhook *row);
+/* A NULL pointer binds SQL NULL; any other pointer binds its `n` bytes. */
+int hk__sq_bind_str(sqlite3_stmt *stmt, int i, const char *p, size_t n);
+/* SQLite's result code as the store's HK_E* code. */
+int hk__sq_store_err(int rc);
+/* The stable token a failure is logged with (resp.c answers with the same). */
+const char *hk__sq_err_reason(int code);
+/* One line when a spell of failures begins or changes its cause. */
+void hk__sq_log_spell(const char *msg, int code, int rc);
+
+/* ---- sqlite_writer.c: the writer thread ------------------------------------ */
+
+/* Prepare the writer's statements on st->db. SQLITE_OK or the error. */
+int hk__sq_writer_prepare(struct sq_store *st);
+void hk__sq_writer_finalize(struct sq_store *st);
+/* Start the writer thread if it has not started. The caller holds st->mu.
+ * 0 or HK_EUNAVAIL. */
+int hk__sq_writer_start_locked(struct sq_store *st);
+/* Queue a write of loop `sl`: 0 (its callbacks will run on sl), or
+ * HK_EUNAVAIL / HK_EBUSY (they will not). */
+int hk__sq_writer_push(struct sq_store *st, struct sq_loop *sl, struct hk_store_op *op);
+/* Let the writer commit what is queued and end; no loop may be attached. */
+void hk__sq_writer_stop(struct sq_store *st);
+
+/* ---- sqlite_open.c: open, migrate, free ------------------------------------- */
+
+void hk__sq_store_free(struct sq_store *st);
+
+#endif

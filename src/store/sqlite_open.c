@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT
+ * Opening the SQLite store: the write connection in WAL mode, the schema
+ * and its migrations, SQLite's process-wide memory settings, and freeing
+ * it all again. The writer thread itself starts later (sqlite_writer.c). */
+#include "store/sqlite_int.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+#define HK_SQLITE_LOOKASIDE_SZ 256     /* lookaside slot size, bytes */
+#define HK_SQLITE_LOOKASIDE_N 64       /* lookaside slots per connection */
+
+/* Schema migrations; entry i takes the database from version i to i + 1.
+ * Never edit an entry once released: append a new one. */
+static const char *const migrations[] = {
+    "CREATE TABLE webhooks("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " source TEXT NOT NULL,"
+    " event_type TEXT NOT NULL,"
+    " payload TEXT,"
+    " received_us INTEGER NOT NULL,"
+    " idem_key TEXT);"
+    "CREATE UNIQUE INDEX webhooks_idem ON webhooks(source, idem_key)"
+    " WHERE idem_key IS NOT NULL;"
+    "CREATE INDEX webhooks_source_id ON webhooks(source, id);"
+    "CREATE INDEX webhooks_event_type_id ON webhooks(event_type, id);",
+};
+#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
+
+static void log_sqlite(const char *msg, int rc)
+{
+    /* sqlite3_errstr() strings are fixed English text without quotes, safe to
+     * put in a JSON field as they are; sqlite3_errmsg() may quote names. */
+    hk_error(msg, "\"rc\":%d,\"err\":\"%s\"", rc, sqlite3_errstr(rc));
+}
+
+/* Bring the schema to SCHEMA_VERSION in one transaction. BEGIN IMMEDIATE
+ * serializes two processes opening the same new file. */
+static int migrate(sqlite3 *db, char *errbuf, size_t errlen)
+{
+    sqlite3_stmt *stmt = NULL;
+    int version = 0;
+    int rc = sqlite3_exec(db, "BEGIN IMMEDIATE;"
+                          "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);",
+                          NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        goto out;
+    rc = sqlite3_prepare_v2(db, "SELECT max(version) FROM schema_version", -1, &stmt, NULL);
+    if (rc != SQLITE_OK)
+        goto out;
+    rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW)
+        goto out;
+    version = sqlite3_column_int(stmt, 0);   /* NULL (empty table) reads as 0 */
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    if (version > SCHEMA_VERSION) {
+        snprintf(errbuf, errlen, "database schema version %d is newer than this hookd's (%d)",
+                 version, SCHEMA_VERSION);
+        rc = SQLITE_ERROR;
+        goto out;
+    }
+    for (int v = version; v < SCHEMA_VERSION; v++) {
+        rc = sqlite3_exec(db, migrations[v], NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            goto out;
+    }
+    if (version < SCHEMA_VERSION) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "DELETE FROM schema_version;"
+                 "INSERT INTO schema_version(version) VALUES(%d);", SCHEMA_VERSION);
+        rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+            goto out;
+    }
+    rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+out:
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_OK) {
+        if (errbuf[0] == '\0')
+            snprintf(errbuf, errlen, "schema migration from version %d: %s",
+                     version, sqlite3_errmsg(db));
+        if (!sqlite3_get_autocommit(db))
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return HK_ESTORE;
+    }
+    return 0;
+}
+
+/* SQLite's process-wide memory settings, before its first use. By default
+ * every connection carves 20 cache pages in one block and a 120 KB lookaside
+ * arena, writing into all of it at open: some 60 page faults per connection,
+ * which on a VM cost more than the rest of a cold start. Cache pages come
+ * one at a time instead, and lookaside stays, smaller. Once SQLite is
+ * initialised (a second store in the same process) the calls are refused
+ * and the first settings stand. */
+static void sqlite_memory_settings(void)
+{
+    static bool done;
+    if (done)
+        return;
+    done = true;
+    (void)sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
+    (void)sqlite3_config(SQLITE_CONFIG_LOOKASIDE, HK_SQLITE_LOOKASIDE_SZ, HK_SQLITE_LOOKASIDE_N);
+}
+
+void hk__sq_store_free(struct sq_store *st)
+{
+    hk__sq_writer_finalize(st);
+    int rc = sqlite3_close(st->db);
+    if (rc != SQLITE_OK)
+        log_sqlite("sqlite close failed", rc);
+    uv_cond_destroy(&st->cv);
+    uv_mutex_destroy(&st->mu);
+    free(st->path);
+    free(st->dir);
+    free(st);
+}
+
+/* The limits `opts` asks for, zero meaning the default. 0, or HK_EINVAL
+ * with the reason in errbuf. */
+static int opts_check(const struct hk_sqlite_opts *opts, size_t *queue_max, int *busy_ms,
+                      char *errbuf, size_t errlen)
+{
+    if (!opts->path || *opts->path == '\0') {
+        snprintf(errbuf, errlen, "sqlite: no database path");
+        return HK_EINVAL;
+    }
+    if (opts->queue_max > HK_SQLITE_QUEUE_MAX_LIMIT) {
+        snprintf(errbuf, errlen, "sqlite: queue_max %u: want at most %u", (unsigned)opts->queue_max,
+                 HK_SQLITE_QUEUE_MAX_LIMIT);
+        return HK_EINVAL;
+    }
+    if (opts->busy_ms > HK_SQLITE_BUSY_MS_LIMIT) {
+        snprintf(errbuf, errlen, "sqlite: busy_ms %u: want at most %u", (unsigned)opts->busy_ms,
+                 HK_SQLITE_BUSY_MS_LIMIT);
+        return HK_EINVAL;
+    }
+    *queue_max = opts->queue_max > 0 ? opts->queue_max : HK_SQLITE_QUEUE_MAX;
+    *busy_ms = opts->busy_ms > 0 ? (int)opts->busy_ms : HK_SQLITE_BUSY_MS;
+    return 0;
+}
+
+/* The store with its settings; nothing opened yet. */
+static struct sq_store *store_new(const char *path, size_t queue_max, int busy_ms)
+{
+    struct sq_store *st = calloc(1, sizeof *st);
+    if (!st || !(st->path = strdup(path)) || !(st->dir = strdup(path)))
+        abort();
+    char *slash = strrchr(st->dir, '/');
+    if (!slash)
+        strcpy(st->dir, ".");
+    else if (slash == st->dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    st->base.vt = &hk__sq_vt;
+    st->queue_max = queue_max;
+    st->busy_ms = busy_ms;
+    atomic_init(&st->health, 0);
+    atomic_init(&st->read_spell, 0);
+    if (uv_mutex_init(&st->mu) < 0 || uv_cond_init(&st->cv) < 0)
+        abort();
+    return st;
+}
+
+/* The write connection, in WAL mode with the synchronous level asked for.
+ * SQLITE_OK, or the error (errbuf set when SQLite's message would not say
+ * enough). */
+static int open_writer_db(struct sq_store *st, bool sync_full, char *errbuf, size_t errlen)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_open_v2(st->path, &st->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    /* Extended codes say which I/O failed in the logs; hk__sq_store_err()
+     * maps them by their primary code. */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_extended_result_codes(st->db, 1);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_busy_timeout(st->db, st->busy_ms);
+    if (rc != SQLITE_OK)
+        goto out;
+    /* Readers on other connections need WAL; it is not optional. */
+    rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode=WAL", -1, &stmt, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW)
+        goto out;
+    if (strcmp((const char *)sqlite3_column_text(stmt, 0), "wal") != 0) {
+        snprintf(errbuf, errlen, "sqlite %s: cannot use WAL (journal_mode is %s)",
+                 st->path, (const char *)sqlite3_column_text(stmt, 0));
+        rc = SQLITE_ERROR;
+        goto out;
+    }
+    rc = sqlite3_exec(st->db, sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+                      NULL, NULL, NULL);
+out:
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
+struct hk_store *hk_sqlite_open(const struct hk_sqlite_opts *opts, char *errbuf, size_t errlen)
+{
+    size_t queue_max;
+    int busy_ms;
+
+    assert(errlen > 0);
+    errbuf[0] = '\0';
+    if (opts_check(opts, &queue_max, &busy_ms, errbuf, errlen) < 0)
+        return NULL;
+    sqlite_memory_settings();
+    struct sq_store *st = store_new(opts->path, queue_max, busy_ms);
+    int rc = open_writer_db(st, opts->sync_full, errbuf, errlen);
+    if (rc == SQLITE_OK && migrate(st->db, errbuf, errlen) < 0)
+        rc = SQLITE_ERROR;
+    if (rc == SQLITE_OK)
+        rc = hk__sq_writer_prepare(st);
+    if (rc != SQLITE_OK) {
+        if (errbuf[0] == '\0')
+            snprintf(errbuf, errlen, "sqlite %s: %s", opts->path,
+                     st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+        hk__sq_store_free(st);
+        return NULL;
+    }
+    return &st->base;
+}

@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: MIT
+ * The SQLite store's writer thread: it owns the only read-write connection,
+ * commits every queued INSERT/DELETE of a wakeup in one transaction (group
+ * commit), hands each op back to its loop, and keeps the failure spell of
+ * the writes, probing while it lasts and the queue is empty. */
+#include "store/sqlite_int.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+#define HK_SQLITE_BATCH_MAX 256        /* ops per transaction */
+#define HK_SQLITE_PROBE_MS 1000        /* while writes fail, an idle writer tries one this often */
+#define HK_SQLITE_FULL_ROOM (1u << 20) /* free bytes that end a full-disk spell */
+
+#define SQL_INSERT \
+    "INSERT INTO webhooks(source, event_type, payload, received_us, idem_key)" \
+    " VALUES(?1, ?2, ?3, ?4, ?5)"
+#define SQL_IDEM "SELECT " COLS " FROM webhooks WHERE source = ?1 AND idem_key = ?2"
+#define SQL_DELETE "DELETE FROM webhooks WHERE id = ?1"
+/* The probe's write: a row no reader counts (versions start at 1, readers
+ * take the maximum), inserted and deleted again in one transaction. */
+#define SQL_PROBE_INS "INSERT INTO schema_version(version) VALUES(0)"
+#define SQL_PROBE_DEL "DELETE FROM schema_version WHERE version = 0"
+
+/* Run a statement that returns no rows and leave it ready for the next run. */
+static int step_once(sqlite3_stmt *stmt)
+{
+    int rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    return rc;
+}
+
+/* ---- one batch ---------------------------------------------------------- */
+
+/* Errors that belong to one op and leave the transaction usable. Anything
+ * else (I/O, full disk, corruption, rollback by SQLite) fails the batch. */
+static bool op_error(sqlite3 *db, int rc)
+{
+    int primary = rc & 0xff;
+    return (primary == SQLITE_CONSTRAINT || primary == SQLITE_TOOBIG ||
+            primary == SQLITE_MISMATCH) && !sqlite3_get_autocommit(db);
+}
+
+/* Look up (source, idem_key). Returns SQLITE_ROW after turning `op` into a
+ * replay of the stored row, SQLITE_DONE when there is none, or an error. */
+static int find_idem(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->idem;
+    int rc = hk__sq_bind_str(stmt, 1, op->row.source, op->row.source_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(stmt, 2, op->idem_key, -1, SQLITE_STATIC);
+    if (rc != SQLITE_OK)
+        goto out;
+    rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW)
+        goto out;
+
+    struct hk_webhook orig;
+    hk__sq_row(stmt, &orig);
+    size_t n = orig.source_len + orig.event_type_len + orig.payload_len;
+    struct sq_replay *rb = malloc(sizeof *rb + n);
+    if (!rb)
+        abort();   /* process-wide OOM policy (see core/buf.h) */
+    char *p = rb->bytes;
+    rb->row = orig;
+    rb->row.source = p;
+    memcpy(p, orig.source, orig.source_len);
+    p += orig.source_len;
+    rb->row.event_type = p;
+    memcpy(p, orig.event_type, orig.event_type_len);
+    p += orig.event_type_len;
+    if (orig.payload) {
+        rb->row.payload = p;
+        memcpy(p, orig.payload, orig.payload_len);
+    }
+    op->be.sq.replay = rb;
+    op->replayed = true;
+    op->status = 0;
+out:
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+/* Returns SQLITE_OK when the op has its status (success or its own failure),
+ * or the SQLite error that must fail the whole batch. */
+static int run_insert(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->ins;
+    const struct hk_webhook *r = &op->row;
+    int rc = op->idem_key ? find_idem(st, op) : SQLITE_DONE;
+
+    if (rc == SQLITE_ROW)
+        return SQLITE_OK;   /* a replay: find_idem has filled in the op */
+    if (rc == SQLITE_DONE)
+        rc = hk__sq_bind_str(stmt, 1, r->source, r->source_len);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 2, r->event_type, r->event_type_len);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 3, r->payload, r->payload_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 4, r->received_us);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(stmt, 5, op->idem_key, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) {
+        op->row.id = sqlite3_last_insert_rowid(st->db);
+        op->status = 0;
+        rc = SQLITE_OK;
+    } else if (op_error(st->db, rc)) {
+        op->status = HK_EINVAL;
+        rc = SQLITE_OK;
+    }
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+static int run_delete(struct sq_store *st, struct hk_store_op *op)
+{
+    int rc = sqlite3_bind_int64(st->del, 1, op->id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st->del);
+    if (rc == SQLITE_DONE) {
+        op->status = sqlite3_changes(st->db) > 0 ? 0 : HK_ENOTFOUND;
+        rc = SQLITE_OK;
+    }
+    sqlite3_reset(st->del);
+    return rc;
+}
+
+/* ---- failure spells ------------------------------------------------------ */
+
+/* Is there room on the database's file system to end a full-disk spell?
+ * When statvfs cannot tell, the write that just worked decides. */
+static bool disk_has_room(const struct sq_store *st)
+{
+    struct statvfs v;
+    if (statvfs(st->dir, &v) != 0)
+        return true;
+    return (uint64_t)v.f_bavail * v.f_frsize >= HK_SQLITE_FULL_ROOM;
+}
+
+/* Writes failed with `code` (SQLite's `rc`), `n` ops with them. The store is
+ * not ready (health says HK_EUNAVAIL) until a write commits again. */
+static void spell_fail(struct sq_store *st, int code, int rc, size_t n)
+{
+    if (code != st->spell) {
+        hk__sq_log_spell("sqlite writes failing, store not ready", code, rc);
+        if (st->spell == 0) {
+            st->spell_start_ns = hk_mono_ns();
+            st->spell_failed = 0;
+        }
+        st->spell = code;
+        atomic_store(&st->health, HK_EUNAVAIL);
+    }
+    st->spell_failed += n;
+}
+
+/* A write committed: the spell is over, except that a full disk needs room
+ * again. A small write can fit in WAL space that the failed batches had
+ * already claimed; ending the spell on that would flap with the next write. */
+static void spell_ok(struct sq_store *st)
+{
+    if (st->spell == 0 || (st->spell == HK_EFULL && !disk_has_room(st)))
+        return;
+    hk_info("sqlite writes recovered, store ready",
+            "\"reason\":\"%s\",\"seconds\":%.3f,\"failed_writes\":%" PRIu64,
+            hk__sq_err_reason(st->spell), (double)(hk_mono_ns() - st->spell_start_ns) / 1e9,
+            st->spell_failed);
+    st->spell = 0;
+    atomic_store(&st->health, 0);
+}
+
+/* While a spell lasts, writes may never come to end it: a store that is not
+ * ready gets no traffic. So the idle writer makes a write of its own every
+ * HK_SQLITE_PROBE_MS. It must commit, since only a commit meets a full or
+ * failing disk, and it must change nothing anyone reads. */
+static void probe(struct sq_store *st)
+{
+    if (st->spell == HK_EFULL && !disk_has_room(st))
+        return;
+    int rc = step_once(st->begin);
+    if (rc == SQLITE_DONE)
+        rc = step_once(st->probe_ins);
+    if (rc == SQLITE_DONE)
+        rc = step_once(st->probe_del);
+    if (rc == SQLITE_DONE)
+        rc = step_once(st->commit);
+    if (rc == SQLITE_DONE) {
+        spell_ok(st);
+        return;
+    }
+    if (!sqlite3_get_autocommit(st->db))
+        step_once(st->rollback);
+    spell_fail(st, hk__sq_store_err(rc), rc, 0);
+}
+
+/* ---- the thread ------------------------------------------------------------ */
+
+/* Execute a batch of `n` ops in one transaction. On any batch-level failure,
+ * nothing of the batch is stored and every op reports the mapped error. */
+static void run_batch(struct sq_store *st, struct hk_store_op *batch, size_t n)
+{
+    struct hk_store_op *op;
+    int rc = step_once(st->begin);
+    if (rc != SQLITE_DONE)
+        goto out;
+    for (op = batch; op; op = op->next) {
+        rc = op->kind == HK_OP_INSERT ? run_insert(st, op) : run_delete(st, op);
+        if (rc != SQLITE_OK)
+            goto out;
+    }
+    rc = step_once(st->commit);
+out:
+    if (rc == SQLITE_DONE) {
+        spell_ok(st);
+        return;
+    }
+    int code = hk__sq_store_err(rc);
+    spell_fail(st, code, rc, n);
+    if (!sqlite3_get_autocommit(st->db))
+        step_once(st->rollback);
+    for (op = batch; op; op = op->next) {
+        if (op->replayed) {
+            free(op->be.sq.replay);
+            op->be.sq.replay = NULL;
+            op->replayed = false;
+        }
+        op->status = code;
+    }
+}
+
+/* Hand each op back to its loop. The async send happens under the loop's
+ * mutex: once the loop has drained an op, the writer is done touching that
+ * loop, which is what lets loop_detach free it. */
+static void complete_batch(struct hk_store_op *batch)
+{
+    struct hk_store_op *op = batch;
+    while (op) {
+        struct hk_store_op *next = op->next;
+        struct sq_loop *sl = op->be.sq.loop;
+        op->next = NULL;
+        uv_mutex_lock(&sl->mu);
+        if (sl->done_tail)
+            sl->done_tail->next = op;
+        else
+            sl->done_head = op;
+        sl->done_tail = op;
+        /* Cannot fail on a live handle (libuv returns 0 unconditionally). */
+        (void)uv_async_send(&sl->async);
+        uv_mutex_unlock(&sl->mu);
+        op = next;
+    }
+}
+
+static void writer_main(void *arg)
+{
+    struct sq_store *st = arg;
+    for (;;) {
+        bool timed_out = false;
+        uv_mutex_lock(&st->mu);
+        while (!st->head && !st->stopping && !timed_out) {
+            if (st->spell == 0)
+                uv_cond_wait(&st->cv, &st->mu);
+            else
+                timed_out = uv_cond_timedwait(&st->cv, &st->mu,
+                                              HK_SQLITE_PROBE_MS * UINT64_C(1000000)) == UV_ETIMEDOUT;
+        }
+        if (!st->head) {
+            bool stopping = st->stopping;
+            uv_mutex_unlock(&st->mu);
+            if (stopping)
+                break;   /* and the queue is drained */
+            probe(st);
+            continue;
+        }
+        struct hk_store_op *batch = st->head, *last = st->head;
+        size_t n = 1;
+        while (n < HK_SQLITE_BATCH_MAX && last->next) {
+            last = last->next;
+            n++;
+        }
+        st->head = last->next;
+        if (!st->head)
+            st->tail = NULL;
+        last->next = NULL;
+        st->queued -= n;
+        uv_mutex_unlock(&st->mu);
+
+        run_batch(st, batch, n);
+        complete_batch(batch);
+    }
+}
+
+/* The writer thread starts with the first write or a loop's warm-up,
+ * whichever comes first: starting a thread is a good part of a cold start
+ * on a VM, and the write connection is open and migrated already. The
+ * caller holds st->mu. */
+int hk__sq_writer_start_locked(struct sq_store *st)
+{
+    if (st->writer_started)
+        return 0;
+    /* Signals are the main thread's: the writer starts with all blocked. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = uv_thread_create(&st->writer, writer_main, st);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return HK_EUNAVAIL;
+    st->writer_started = true;
+    return 0;
+}
+
+
+int hk__sq_writer_push(struct sq_store *st, struct sq_loop *sl, struct hk_store_op *op)
+{
+    op->be.sq.loop = sl;
+    op->be.sq.replay = NULL;
+    op->next = NULL;
+    uv_mutex_lock(&st->mu);
+    assert(!st->stopping);
+    if (hk__sq_writer_start_locked(st) < 0) {
+        uv_mutex_unlock(&st->mu);
+        op->be.sq.loop = NULL;
+        hk_warn("sqlite: cannot start the writer thread", NULL);
+        return HK_EUNAVAIL;
+    }
+    if (st->queued >= st->queue_max) {
+        uv_mutex_unlock(&st->mu);
+        op->be.sq.loop = NULL;
+        return HK_EBUSY;
+    }
+    if (st->tail) {
+        st->tail->next = op;
+    } else {
+        /* The writer only sleeps on an empty queue. */
+        st->head = op;
+        uv_cond_signal(&st->cv);
+    }
+    st->tail = op;
+    st->queued++;
+    uv_mutex_unlock(&st->mu);
+    return 0;
+}
+
+void hk__sq_writer_stop(struct sq_store *st)
+{
+    uv_mutex_lock(&st->mu);
+    assert(st->nloops == 0);
+    st->stopping = true;
+    uv_cond_signal(&st->cv);
+    bool started = st->writer_started;
+    uv_mutex_unlock(&st->mu);
+    /* The writer commits whatever is still queued before it exits. */
+    if (started)
+        uv_thread_join(&st->writer);
+}
+
+/* ---- statements ------------------------------------------------------------ */
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out)
+{
+    return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+}
+
+/* From here on the write connection belongs to the writer thread, started
+ * by hk__sq_writer_start_locked. */
+int hk__sq_writer_prepare(struct sq_store *st)
+{
+    int rc = prepare(st->db, "BEGIN IMMEDIATE", &st->begin);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, "COMMIT", &st->commit);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, "ROLLBACK", &st->rollback);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_INSERT, &st->ins);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_IDEM, &st->idem);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_DELETE, &st->del);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_PROBE_INS, &st->probe_ins);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_PROBE_DEL, &st->probe_del);
+    return rc;
+}
+
+void hk__sq_writer_finalize(struct sq_store *st)
+{
+    sqlite3_finalize(st->begin);
+    sqlite3_finalize(st->commit);
+    sqlite3_finalize(st->rollback);
+    sqlite3_finalize(st->ins);
+    sqlite3_finalize(st->idem);
+    sqlite3_finalize(st->del);
+    sqlite3_finalize(st->probe_ins);
+    sqlite3_finalize(st->probe_del);
+}

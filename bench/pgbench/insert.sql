@@ -1,4 +1,4 @@
--- hookd's INSERT (src/store/pg.c, statement "ins") for pgbench: the database
+-- hookd's INSERT (src/store/pg_sql.c, statement "ins") for pgbench: the database
 -- side of a POST /api/webhooks. Keep in step with pg.c: same table, columns,
 -- timestamp conversion and RETURNING. Autocommit, one row per transaction,
 -- as hookd sends it.

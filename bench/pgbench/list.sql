@@ -1,4 +1,4 @@
--- hookd's paged list (src/store/pg.c, statement "list0") for pgbench: the
+-- hookd's paged list (src/store/pg_sql.c, statement "list0") for pgbench: the
 -- database side of GET /api/webhooks with the default limit (100) and no
 -- keyset bound. Keep in step with pg.c.
 SELECT id, source, event_type, payload, (extract(epoch FROM received_at) * 1000000)::int8

@@ -4,7 +4,17 @@
 #include "store/pq_api.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+
+/* Set by hk_pq_use: the table came from a test, libpq is not loaded. */
+static bool given;
+
+void hk_pq_use(const struct hk_pq_api *api)
+{
+    hk_pq = *api;
+    given = true;
+}
 
 #ifdef HK_PQ_STATIC
 
@@ -16,6 +26,7 @@ int hk_pq_load(char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
+    (void)given;   /* the table is always there */
     return 0;
 }
 
@@ -34,19 +45,19 @@ static int load_rc;
 static void load_once(void)
 {
     void *h = NULL;
-    for (size_t i = 0; i < sizeof libnames / sizeof libnames[0] && h == NULL; i++)
+    for (size_t i = 0; i < sizeof libnames / sizeof libnames[0] && !h; i++)
         h = dlopen(libnames[i], RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
+    if (!h) {
         const char *e = dlerror();
         snprintf(load_err, sizeof load_err, "cannot load libpq (install libpq5): %s",
-                 e != NULL ? e : "not found");
+                 e ? e : "not found");
         load_rc = -1;
         return;
     }
     /* The handle is never closed: connections live as long as the process. */
 #define HK_PQ_SYM(ret, name, params)                                                   \
     *(void **)&hk_pq.name = dlsym(h, #name);                                           \
-    if (hk_pq.name == NULL) {                                                          \
+    if (!hk_pq.name) {                                                          \
         snprintf(load_err, sizeof load_err, "libpq has no %s (libpq 14 or newer is "   \
                  "needed for pipeline mode)", #name);                                  \
         load_rc = -1;                                                                  \
@@ -59,6 +70,8 @@ static void load_once(void)
 int hk_pq_load(char *err, size_t errlen)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (given)
+        return 0;
     pthread_once(&once, load_once);
     if (load_rc < 0)
         snprintf(err, errlen, "%s", load_err);

@@ -69,4 +69,10 @@ extern struct hk_pq_api hk_pq;
  * Thread-safe. Returns 0, or -1 with a one-line reason in err. */
 int hk_pq_load(char *err, size_t errlen);
 
+/* For tests: fill hk_pq from `api` (copied; every entry must be set) and make
+ * hk_pq_load return 0 from then on without loading libpq, so that the store
+ * runs on a stand-in (tests/unit/fake_pq.c). Call it before any thread uses
+ * the table; it may be called again to install another table. */
+void hk_pq_use(const struct hk_pq_api *api);
+
 #endif

@@ -1,0 +1,1048 @@
+/* SPDX-License-Identifier: MIT
+ * The PostgreSQL store's pipeline and pool on a scripted libpq
+ * (fake_pq.c, installed with hk_pq_use), through the public interfaces
+ * only: hk_pg_open, the store's ops table and a real uv loop. Faults a
+ * server cannot be made to show on cue: a connection lost mid-pipeline, a
+ * statement failing inside a group-committed batch, deadlines passing
+ * while queued and while in flight, idempotent replays, the SQLSTATE to
+ * status mapping, reconnect back-off, and the start-up's schema check. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "core/err.h"
+#include "core/log.h"
+#include "store/pg.h"
+#include "store/store.h"
+
+#include "fake_pq.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define HAVE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+#define HAVE_LSAN 1
+#endif
+#endif
+
+#define URL "postgresql://hookd:s3cret@db.invalid:5432/hookd"
+
+static void setup(void)
+{
+    hk_log_set_level(HK_LOG_ERROR);
+    fpq_reset();
+}
+
+/* A store bug tends to hang the loop rather than crash: RUN_UNTIL bounds
+ * every wait, and the suite's timeout the rest. */
+TestSuite(pg_pipeline, .init = setup, .timeout = 60);
+
+/* ---- harness ---------------------------------------------------------------- */
+
+struct ctx;
+typedef void (*at_fn)(struct ctx *c, void *arg);
+
+struct at {
+    uv_timer_t t;
+    struct ctx *c;
+    at_fn fn;
+    void *arg;
+};
+
+struct ctx {
+    struct hk_store *s;
+    uv_loop_t loop;
+    struct hk_store_loop *sl;
+    uv_timer_t guard;          /* wakes uv_run often, so RUN_UNTIL sees time pass */
+    struct at at[8];
+    unsigned nat;
+};
+
+static void on_guard(uv_timer_t *t)
+{
+    (void)t;
+}
+
+static uint64_t now(struct ctx *c)
+{
+    uv_update_time(&c->loop);
+    return uv_now(&c->loop);
+}
+
+/* Run the loop until `cond` holds; fail after `ms` milliseconds. */
+#define RUN_UNTIL(c, cond, ms)                                                          \
+    do {                                                                                \
+        uint64_t until_ = now(c) + (ms);                                                \
+        while (!(cond)) {                                                               \
+            cr_assert_lt(now(c), until_, "gave up after %d ms waiting for: %s", (int)(ms), \
+                         #cond);                                                        \
+            uv_run(&(c)->loop, UV_RUN_ONCE);                                            \
+        }                                                                               \
+    } while (0)
+
+/* Run the loop for `ms` milliseconds. */
+static void run_for(struct ctx *c, uint64_t ms)
+{
+    uint64_t until = now(c) + ms;
+    while (now(c) < until)
+        uv_run(&c->loop, UV_RUN_ONCE);
+}
+
+static void on_at(uv_timer_t *t)
+{
+    struct at *a = t->data;
+    a->fn(a->c, a->arg);
+}
+
+/* Call fn(c, arg) from the loop `ms` from now. */
+static void at(struct ctx *c, uint64_t ms, at_fn fn, void *arg)
+{
+    cr_assert_lt(c->nat, 8);
+    struct at *a = &c->at[c->nat++];
+    a->c = c;
+    a->fn = fn;
+    a->arg = arg;
+    a->t.data = a;
+    uv_timer_init(&c->loop, &a->t);
+    uv_timer_start(&a->t, on_at, ms, 0);
+}
+
+static int64_t conns_open(struct ctx *c)
+{
+    struct hk_store_stats st = {-1, -1, -1, -1};
+    c->s->vt->stats(c->s, &st);
+    return st.conns_open;
+}
+
+static void ctx_open(struct ctx *c, unsigned pool, uint64_t timeout_ms)
+{
+    memset(c, 0, sizeof *c);
+    struct hk_pg_config cfg = {.url = URL, .pool = pool, .queue_max = 256, .timeout_ms = timeout_ms,
+                               .loops = 1};
+    char err[512];
+    c->s = hk_pg_open(&cfg, err, sizeof err);
+    cr_assert_not_null(c->s, "hk_pg_open: %s", err);
+    cr_assert_eq(uv_loop_init(&c->loop), 0);
+    cr_assert_eq(c->s->vt->loop_attach(c->s, &c->loop, &c->sl), 0);
+    cr_assert_eq(hk_store_health(c->sl), 0);
+    uv_timer_init(&c->loop, &c->guard);
+    uv_timer_start(&c->guard, on_guard, 5, 5);
+    RUN_UNTIL(c, conns_open(c) == (int64_t)pool, 2000);
+}
+
+static void assert_no_leaks(void)
+{
+#ifdef HAVE_LSAN
+    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "LeakSanitizer found leaks (above)");
+#endif
+}
+
+/* Detach (no op may be pending), prove the loop closes clean, close the
+ * store, and check that every fake connection was PQfinish'ed. */
+static void ctx_close(struct ctx *c)
+{
+    if (getenv("FPQ_TRACE") != NULL)
+        fpq_dump();
+    c->s->vt->loop_detach(c->sl);
+    uv_close((uv_handle_t *)&c->guard, NULL);
+    for (unsigned i = 0; i < c->nat; i++)
+        uv_close((uv_handle_t *)&c->at[i].t, NULL);
+    cr_assert_eq(uv_run(&c->loop, UV_RUN_DEFAULT), 0);
+    cr_assert_eq(uv_loop_close(&c->loop), 0);
+    c->s->vt->close(c->s);
+    cr_assert_eq(fpq_cleanup(), 0, "connections the store never closed");
+    assert_no_leaks();
+}
+
+/* What one op's callbacks saw. */
+struct rec {
+    struct hk_store_op op;
+    struct ctx *c;
+    int rows, dones, status;
+    bool replayed;
+    int64_t row_id, row_received_us;
+    char row_source[32], row_payload[64];
+    uint64_t done_ms;
+    unsigned seq;              /* completion order over the test */
+    int64_t ids[16];           /* a list's rows */
+    int nids;
+};
+
+static unsigned done_seq;
+
+static void on_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    struct rec *r = op->data;
+    r->rows++;
+    r->row_id = row->id;
+    r->row_received_us = row->received_us;
+    if (r->nids < 16)
+        r->ids[r->nids++] = row->id;
+    snprintf(r->row_source, sizeof r->row_source, "%.*s", (int)row->source_len, row->source);
+    if (row->payload != NULL)
+        snprintf(r->row_payload, sizeof r->row_payload, "%.*s", (int)row->payload_len, row->payload);
+    else
+        snprintf(r->row_payload, sizeof r->row_payload, "(null)");
+}
+
+static void on_done(struct hk_store_op *op)
+{
+    struct rec *r = op->data;
+    r->dones++;
+    r->status = op->status;
+    r->replayed = op->replayed;
+    r->done_ms = now(r->c);
+    r->seq = ++done_seq;
+}
+
+static void rec_init(struct ctx *c, struct rec *r, enum hk_op_kind kind)
+{
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    r->op.kind = kind;
+    r->op.on_row = on_row;
+    r->op.on_done = on_done;
+    r->op.data = r;
+}
+
+static void ins_idem(struct ctx *c, struct rec *r, const char *source, const char *idem,
+                     const char *payload)
+{
+    rec_init(c, r, HK_OP_INSERT);
+    r->op.row.source = source;
+    r->op.row.source_len = strlen(source);
+    r->op.row.event_type = "evt";
+    r->op.row.event_type_len = 3;
+    r->op.row.payload = payload;
+    r->op.row.payload_len = strlen(payload);
+    r->op.idem_key = idem;
+}
+
+static void ins(struct ctx *c, struct rec *r, const char *source)
+{
+    ins_idem(c, r, source, NULL, "{}");
+}
+
+static void get(struct ctx *c, struct rec *r, int64_t id)
+{
+    rec_init(c, r, HK_OP_GET);
+    r->op.id = id;
+}
+
+static void list_stream(struct ctx *c, struct rec *r, uint32_t limit)
+{
+    rec_init(c, r, HK_OP_LIST);
+    r->op.list.limit = limit;
+    r->op.list.stream = true;
+}
+
+static void submit(struct rec *r)
+{
+    cr_assert_eq(hk_store_submit(r->c->sl, &r->op), 0);
+}
+
+/* Every op answered exactly once, with `status`, and no row unless 0. */
+static void assert_once(const struct rec *r, const char *name, int status)
+{
+    cr_assert_eq(r->dones, 1, "%s: on_done ran %d times", name, r->dones);
+    cr_assert_eq(r->status, status, "%s: status %d, want %d", name, r->status, status);
+    if (status != 0)
+        cr_assert_eq(r->rows, 0, "%s: a row with a failure", name);
+}
+
+/* Executions of "get" with this id. */
+static unsigned get_sends(int64_t id, unsigned *group_of_last)
+{
+    unsigned n = 0;
+    for (size_t i = 0; i < fpq_nstmts(); i++) {
+        const struct fpq_stmt *s = fpq_stmt_at(i);
+        if (s->msg == FPQ_EXECUTE && strcmp(s->name, "get") == 0 && fpq_param_i64(s, 0) == id) {
+            n++;
+            if (group_of_last != NULL)
+                *group_of_last = s->group;
+        }
+    }
+    return n;
+}
+
+/* Index in the record of the n-th execution of `name` with first param p0. */
+static size_t send_index(const char *name, const char *p0, unsigned n)
+{
+    const struct fpq_stmt *s = fpq_send_at(name, p0, n);
+    cr_assert_not_null(s, "%s(%s) was not sent %u times", name, p0 != NULL ? p0 : "", n + 1);
+    return (size_t)(s - fpq_stmt_at(0));
+}
+
+/* ---- the script: rules matched in order ------------------------------------ */
+
+struct rule {
+    bool armed;
+    enum fpq_msg msg;
+    const char *name;          /* NULL: any */
+    const char *p0;            /* NULL: any */
+    unsigned nth;              /* 0: every send; k: only the k-th send of name(p0) */
+    bool once;                 /* disarm after the first match */
+    struct fpq_reply reply;
+    unsigned hits;
+};
+
+struct plan {
+    struct rule r[6];
+    const char *fail_state;    /* error_codes: the SQLSTATE of the moment */
+};
+
+static void plan_script(const struct fpq_stmt *s, struct fpq_reply *out, void *arg)
+{
+    struct plan *p = arg;
+    for (size_t i = 0; i < sizeof p->r / sizeof p->r[0]; i++) {
+        struct rule *r = &p->r[i];
+        if (!r->armed || r->msg != s->msg)
+            continue;
+        if (r->name != NULL && strcmp(r->name, s->name) != 0)
+            continue;
+        if (r->p0 != NULL && (s->nparams == 0 || s->param[0] == NULL || strcmp(r->p0, s->param[0]) != 0))
+            continue;
+        if (r->nth != 0 && fpq_sends(s->name, r->p0) != r->nth)
+            continue;
+        r->hits++;
+        if (r->once)
+            r->armed = false;
+        *out = r->reply;
+        return;
+    }
+}
+
+#define HOLD {FPQ_HOLD, NULL, NULL}
+#define FAIL(state) {FPQ_FAIL, state, "ERROR:  scripted " state}
+
+/* ---- a connection lost mid-pipeline ------------------------------------------- */
+
+Test(pg_pipeline, lost_mid_pipeline_answers_every_op_once)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "W2", .once = true,
+                            .reply = HOLD}}};
+    int64_t old = fpq_seed("old", "evt", "{}", 1, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+
+    /* One group: W1 is answered (its result waits for the Sync), the
+     * server stops at W2, R behind it. */
+    struct rec w1, w2, r, q1, q2, late;
+    ins(&c, &w1, "W1");
+    ins(&c, &w2, "W2");
+    get(&c, &r, old);
+    submit(&w1);
+    submit(&w2);
+    submit(&r);
+    RUN_UNTIL(&c, fpq_held(1) != NULL && fpq_unread(1) == 0, 1000);
+    cr_assert_eq(w1.dones + w2.dones + r.dones, 0, "an answer before the group's Sync");
+
+    /* Two more wait in the queue: the connection's group is out. */
+    ins(&c, &q1, "Q1");
+    get(&c, &q2, old);
+    submit(&q1);
+    submit(&q2);
+    run_for(&c, 20);
+    cr_assert_eq(fpq_sends("ins", "Q1"), 0);
+
+    /* The first reconnect fails at once, the second works. */
+    fpq_fail_connects(1, true);
+    cr_assert(fpq_drop(1));
+    RUN_UNTIL(&c, w1.dones && w2.dones && r.dones && q1.dones && q2.dones, 1000);
+    run_for(&c, 30);   /* room for a second answer */
+    assert_once(&w1, "W1 (answered, not committed)", HK_EUNAVAIL);
+    assert_once(&w2, "W2 (held)", HK_EUNAVAIL);
+    assert_once(&r, "R (never run)", HK_EUNAVAIL);
+    assert_once(&q1, "Q1 (queued)", HK_EUNAVAIL);
+    assert_once(&q2, "Q2 (queued)", HK_EUNAVAIL);
+
+    /* No connection: refused at once, and no callback. */
+    cr_assert_eq(hk_store_health(c.sl), HK_EUNAVAIL);
+    ins(&c, &late, "late");
+    cr_assert_eq(hk_store_submit(c.sl, &late.op), HK_EUNAVAIL);
+
+    RUN_UNTIL(&c, hk_store_health(c.sl) == 0, 2000);
+    cr_assert_eq(late.dones, 0);
+    cr_assert_eq(fpq_nconnects(), 3);
+    const struct fpq_connect *k0 = fpq_connect_at(0), *k1 = fpq_connect_at(1), *k2 = fpq_connect_at(2);
+    cr_assert(k0->finished && k1->failed && k1->finished && !k2->failed);
+    cr_expect(k1->start_ms - k0->drop_ms >= 90 && k1->start_ms - k0->drop_ms <= 400,
+              "first reconnect %" PRIu64 " ms after the loss", k1->start_ms - k0->drop_ms);
+    cr_expect(k2->start_ms - k1->start_ms >= 190 && k2->start_ms - k1->start_ms <= 600,
+              "second reconnect %" PRIu64 " ms after the first", k2->start_ms - k1->start_ms);
+
+    submit(&late);
+    RUN_UNTIL(&c, late.dones == 1, 1000);
+    assert_once(&late, "late", 0);
+    cr_assert_eq(late.rows, 1);
+    cr_assert_eq(late.row_id, fpq_row_id("late"));
+
+    /* Nothing was sent twice after the loss, nothing committed. */
+    cr_assert_eq(fpq_sends("ins", "W1"), 1);
+    cr_assert_eq(fpq_sends("ins", "W2"), 1);
+    cr_assert_eq(fpq_sends("ins", "Q1"), 0);
+    cr_assert_eq(get_sends(old, NULL), 1);
+    cr_assert_eq(fpq_rows("W1") + fpq_rows("W2") + fpq_rows("Q1"), 0);
+    cr_assert_eq(fpq_send_at("ins", "late", 0)->conn, 3);
+    ctx_close(&c);
+}
+
+/* Every result came, the Sync's did not: the read was answered when its
+ * rows came, the writes (maybe committed, maybe not) are unavailable. */
+Test(pg_pipeline, lost_before_sync_fails_writes_keeps_reads)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.msg = FPQ_SYNC, .once = true, .reply = HOLD}}};
+    int64_t old = fpq_seed("old", "evt", "{\"a\":1}", 1, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+    p.r[0].armed = true;
+
+    struct rec w1, r, w2;
+    ins(&c, &w1, "W1");
+    get(&c, &r, old);
+    ins(&c, &w2, "W2");
+    submit(&w1);
+    submit(&r);
+    submit(&w2);
+    RUN_UNTIL(&c, fpq_held(1) != NULL && fpq_unread(1) == 0, 1000);
+    cr_assert_eq(fpq_held(1)->msg, FPQ_SYNC);
+    assert_once(&r, "R", 0);
+    cr_assert_eq(r.rows, 1);
+    cr_assert_str_eq(r.row_payload, "{\"a\":1}");
+    cr_assert_eq(w1.dones + w2.dones, 0, "a write acknowledged before its commit");
+
+    cr_assert(fpq_drop(1));
+    RUN_UNTIL(&c, w1.dones && w2.dones, 1000);
+    run_for(&c, 30);
+    assert_once(&w1, "W1", HK_EUNAVAIL);
+    assert_once(&w2, "W2", HK_EUNAVAIL);
+    assert_once(&r, "R", 0);
+    cr_assert_eq(fpq_rows("W1") + fpq_rows("W2"), 0);
+    RUN_UNTIL(&c, hk_store_health(c.sl) == 0, 2000);
+    ctx_close(&c);
+}
+
+/* Pool of two, both with a group out, one op queued: losing one
+ * connection fails its ops only; the queued op goes out on the other. */
+Test(pg_pipeline, lost_connection_leaves_the_queue_to_the_other)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "H1", .once = true,
+                            .reply = HOLD},
+                           {.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "H2", .once = true,
+                            .reply = HOLD}}};
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 2, 2000);
+
+    struct rec h1, h2, k1, k2, q;
+    ins(&c, &h1, "H1");
+    ins(&c, &h2, "H2");
+    ins(&c, &k1, "K1");
+    ins(&c, &k2, "K2");
+    submit(&h1);
+    submit(&h2);
+    submit(&k1);
+    submit(&k2);
+    RUN_UNTIL(&c, p.r[0].hits == 1 && p.r[1].hits == 1, 1000);
+    unsigned ca = fpq_send_at("ins", "H1", 0)->conn, cb = fpq_send_at("ins", "H2", 0)->conn;
+    cr_assert_neq(ca, cb, "one group per connection");
+    cr_assert_eq(fpq_send_at("ins", "K1", 0)->conn, ca);
+    cr_assert_eq(fpq_send_at("ins", "K2", 0)->conn, cb);
+
+    ins(&c, &q, "Q");
+    submit(&q);
+    run_for(&c, 20);
+    cr_assert_eq(fpq_sends("ins", "Q"), 0, "sent while both connections had a group out");
+
+    cr_assert(fpq_drop(ca));
+    RUN_UNTIL(&c, h1.dones && k1.dones, 1000);
+    run_for(&c, 30);
+    assert_once(&h1, "H1", HK_EUNAVAIL);
+    assert_once(&k1, "K1", HK_EUNAVAIL);
+    cr_assert_eq(q.dones, 0, "the queued op failed with a connection still up");
+    cr_assert_eq(hk_store_health(c.sl), 0);
+
+    struct fpq_reply answer = {FPQ_ANSWER, NULL, NULL};
+    cr_assert(fpq_release(cb, &answer));
+    RUN_UNTIL(&c, h2.dones && k2.dones && q.dones, 1000);
+    run_for(&c, 30);
+    assert_once(&h2, "H2", 0);
+    assert_once(&k2, "K2", 0);
+    assert_once(&q, "Q", 0);
+    cr_assert_eq(q.row_id, fpq_row_id("Q"));
+    cr_assert_eq(fpq_sends("ins", "Q"), 1);
+    cr_assert_eq(fpq_send_at("ins", "Q", 0)->conn, cb);
+    cr_assert_eq(fpq_rows("H1") + fpq_rows("K1"), 0);
+    cr_assert_eq(fpq_rows("H2") + fpq_rows("K2") + fpq_rows("Q"), 3);
+
+    /* The lost one is replaced. */
+    RUN_UNTIL(&c, conns_open(&c) == 2, 2000);
+    cr_assert_eq(fpq_nconnects(), 3);
+    ctx_close(&c);
+}
+
+/* ---- an error inside a group-committed batch ---------------------------------- */
+
+static void error_in_group(const char *sqlstate, int want)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "B",
+                            .reply = {FPQ_FAIL, sqlstate, "ERROR:  refused by a trigger"}},
+                           {.msg = FPQ_SYNC, .once = true, .reply = HOLD}}};
+    int64_t old = fpq_seed("old", "evt", "{}", 1, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+    p.r[1].armed = true;   /* the first group's Sync, not the session setup's */
+
+    struct rec a, b, cc, g;
+    ins(&c, &a, "A");
+    ins(&c, &b, "B");
+    ins(&c, &cc, "C");
+    get(&c, &g, old);
+    submit(&a);
+    submit(&b);
+    submit(&cc);
+    submit(&g);
+
+    /* Everything but the Sync has come back: B has its error, nobody else
+     * an answer (A ran but rolls back; C and the GET never ran). */
+    RUN_UNTIL(&c, fpq_held(1) != NULL && fpq_unread(1) == 0, 1000);
+    cr_assert_eq(fpq_held(1)->msg, FPQ_SYNC);
+    assert_once(&b, "B", want);
+    cr_assert_eq(a.dones + cc.dones + g.dones, 0, "an answer from a group that failed");
+    unsigned g1 = fpq_send_at("ins", "A", 0)->group;
+    cr_assert_eq(fpq_group_size(1, g1), 4, "A, B, C and the GET are one group");
+    cr_assert_eq(fpq_send_at("ins", "C", 0)->outcome, FPQ_ABORTED);
+
+    struct fpq_reply answer = {FPQ_ANSWER, NULL, NULL};
+    cr_assert(fpq_release(1, &answer));
+    RUN_UNTIL(&c, a.dones && cc.dones && g.dones, 1000);
+    run_for(&c, 30);
+    assert_once(&a, "A", 0);
+    assert_once(&cc, "C", 0);
+    assert_once(&g, "GET", 0);
+    assert_once(&b, "B", want);
+    cr_assert(b.seq < a.seq && b.seq < cc.seq && b.seq < g.seq);
+    cr_assert_eq(a.rows, 1);
+    cr_assert_eq(a.row_id, fpq_row_id("A"));
+    cr_assert_eq(cc.row_id, fpq_row_id("C"));
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(g.row_id, old);
+
+    /* Sent again, in send order, in a group of their own: no B. */
+    unsigned g2 = fpq_send_at("ins", "A", 1)->group, gget = 0;
+    cr_assert_eq(fpq_sends("ins", "A"), 2);
+    cr_assert_eq(fpq_sends("ins", "C"), 2);
+    cr_assert_eq(get_sends(old, &gget), 2);
+    cr_assert_eq(fpq_sends("ins", "B"), 1);
+    cr_assert_gt(g2, g1);
+    cr_assert_eq(fpq_send_at("ins", "C", 1)->group, g2);
+    cr_assert_eq(gget, g2);
+    cr_assert_eq(fpq_group_size(1, g2), 3);
+    cr_assert_lt(send_index("ins", "A", 1), send_index("ins", "C", 1));
+
+    /* Committed once each; B never. */
+    cr_assert_eq(fpq_rows("A"), 1);
+    cr_assert_eq(fpq_rows("C"), 1);
+    cr_assert_eq(fpq_rows("B"), 0);
+    cr_assert_eq(fpq_nconnects(), 1, "a failed statement is no reason to reconnect");
+    ctx_close(&c);
+}
+
+Test(pg_pipeline, error_in_group_data_error)
+{
+    error_in_group("23505", HK_EINVAL);
+}
+
+Test(pg_pipeline, error_in_group_raised_by_trigger)
+{
+    error_in_group("P0001", HK_ESTORE);
+}
+
+/* The retried group fails again (for another op): the ops left go alone. */
+Test(pg_pipeline, error_in_retried_group_sends_each_alone)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "D",
+                            .reply = FAIL("23514")},
+                           {.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "C", .nth = 2,
+                            .reply = FAIL("23505")}}};
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+
+    struct rec a, b, cc, d;
+    ins(&c, &a, "A");
+    ins(&c, &b, "B");
+    ins(&c, &cc, "C");
+    ins(&c, &d, "D");
+    submit(&a);
+    submit(&b);
+    submit(&cc);
+    submit(&d);
+    RUN_UNTIL(&c, a.dones && b.dones && cc.dones && d.dones, 1000);
+    run_for(&c, 30);
+    assert_once(&d, "D", HK_EINVAL);
+    assert_once(&cc, "C", HK_EINVAL);
+    assert_once(&a, "A", 0);
+    assert_once(&b, "B", 0);
+    cr_assert_eq(fpq_sends("ins", "D"), 1);
+    cr_assert_eq(fpq_sends("ins", "C"), 2);
+    cr_assert_eq(fpq_sends("ins", "A"), 3);
+    cr_assert_eq(fpq_sends("ins", "B"), 3);
+    /* Second time: A, B, C together; third: one op, one Sync. */
+    unsigned g2 = fpq_send_at("ins", "A", 1)->group;
+    cr_assert_eq(fpq_send_at("ins", "B", 1)->group, g2);
+    cr_assert_eq(fpq_send_at("ins", "C", 1)->group, g2);
+    cr_assert_eq(fpq_group_size(1, g2), 3);
+    unsigned ga = fpq_send_at("ins", "A", 2)->group, gb = fpq_send_at("ins", "B", 2)->group;
+    cr_assert_neq(ga, gb);
+    cr_assert_eq(fpq_group_size(1, ga), 1);
+    cr_assert_eq(fpq_group_size(1, gb), 1);
+    cr_assert_eq(fpq_rows("A") + fpq_rows("B"), 2);
+    cr_assert_eq(fpq_rows("C") + fpq_rows("D"), 0);
+    ctx_close(&c);
+}
+
+/* A stream's next batch rides in a group that fails for another op: it
+ * goes again, from where the stream was, and the stream goes on. */
+Test(pg_pipeline, stream_batch_in_a_failed_group_goes_again)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "F",
+                            .reply = FAIL("23505")}}};
+    int64_t id[5];
+    for (int i = 0; i < 5; i++)
+        id[i] = fpq_seed("s", "evt", "{}", i, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+
+    struct rec l, f;
+    list_stream(&c, &l, 2);
+    submit(&l);
+    RUN_UNTIL(&c, l.dones == 1, 1000);
+    cr_assert_eq(l.status, 0);
+    cr_assert(l.op.more);
+    cr_assert_eq(l.nids, 2);
+    cr_assert_eq(l.ids[0], id[4]);
+    cr_assert_eq(l.ids[1], id[3]);
+
+    ins(&c, &f, "F");
+    submit(&f);
+    hk_store_list_next(c.sl, &l.op);   /* the same group, behind F */
+    RUN_UNTIL(&c, l.dones == 2 && f.dones == 1, 1000);
+    assert_once(&f, "F", HK_EINVAL);
+    cr_assert_eq(l.status, 0);
+    cr_assert(l.op.more);
+    cr_assert_eq(l.nids, 4);
+    cr_assert_eq(l.ids[2], id[2]);
+    cr_assert_eq(l.ids[3], id[1]);
+    cr_assert_eq(fpq_send_at("list0", NULL, 1)->group, fpq_send_at("ins", "F", 0)->group);
+    cr_assert_eq(fpq_send_at("list0", NULL, 1)->outcome, FPQ_ABORTED);
+    cr_assert_eq(fpq_param_i64(fpq_send_at("list0", NULL, 2), 2), id[3], "the keyset bound");
+
+    hk_store_list_next(c.sl, &l.op);
+    RUN_UNTIL(&c, l.dones == 3, 1000);
+    run_for(&c, 30);
+    cr_assert_eq(l.dones, 3);
+    cr_assert_eq(l.status, 0);
+    cr_assert(!l.op.more);
+    cr_assert_eq(l.nids, 5);
+    cr_assert_eq(l.ids[4], id[0]);
+    cr_assert_eq(fpq_sends("list0", NULL), 4);
+    ctx_close(&c);
+}
+
+/* ---- deadlines ---------------------------------------------------------------- */
+
+/* The server sits on a GET: at the deadline that op times out, the
+ * connection is reset and every other op it carried fails (none is left
+ * without an answer), so does the op queued behind, and the pool comes back. */
+Test(pg_pipeline, deadline_in_flight_resets_the_connection)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "get", .once = true,
+                            .reply = HOLD}}};
+    int64_t old = fpq_seed("old", "evt", "{}", 1, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 300);
+
+    struct rec g, b, cc, q, after;
+    get(&c, &g, old);
+    ins(&c, &b, "B");
+    ins(&c, &cc, "C");
+    uint64_t t0 = now(&c);
+    submit(&g);
+    submit(&b);
+    submit(&cc);
+    RUN_UNTIL(&c, fpq_held(1) != NULL, 1000);
+    ins(&c, &q, "Q");
+    submit(&q);
+    RUN_UNTIL(&c, g.dones && b.dones && cc.dones && q.dones, 1500);
+    run_for(&c, 30);
+    assert_once(&g, "GET (held)", HK_ETIMEDOUT);
+    assert_once(&b, "B", HK_EUNAVAIL);
+    assert_once(&cc, "C", HK_EUNAVAIL);
+    assert_once(&q, "Q (queued)", HK_EUNAVAIL);
+    cr_expect(g.done_ms >= t0 + 300 && g.done_ms <= t0 + 300 + 200,
+              "timed out after %" PRIu64 " ms", g.done_ms - t0);
+    cr_assert(fpq_connect_at(0)->finished, "the connection was not reset");
+    cr_assert_eq(fpq_rows("B") + fpq_rows("C") + fpq_rows("Q"), 0);
+
+    RUN_UNTIL(&c, hk_store_health(c.sl) == 0, 2000);
+    ins(&c, &after, "after");
+    submit(&after);
+    RUN_UNTIL(&c, after.dones, 1000);
+    assert_once(&after, "after", 0);
+    cr_assert_eq(fpq_send_at("ins", "after", 0)->conn, 2);
+    ctx_close(&c);
+}
+
+static void do_submit(struct ctx *c, void *arg)
+{
+    (void)c;
+    submit(arg);
+}
+
+static void do_answer(struct ctx *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    struct fpq_reply r = {FPQ_ANSWER, NULL, NULL};
+    cr_assert(fpq_release(1, &r));
+}
+
+static void do_fail_23505(struct ctx *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    struct fpq_reply r = FAIL("23505");
+    cr_assert(fpq_release(1, &r));
+}
+
+/* A is answered, then its group fails (for F) after A's deadline: back in
+ * the queue, A is past its deadline when its turn comes and is not sent
+ * again; the connection stays. */
+Test(pg_pipeline, deadline_passed_in_queue_is_not_sent)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "get", .once = true, .reply = HOLD},
+                           {.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "F", .once = true,
+                            .reply = HOLD}}};
+    int64_t old = fpq_seed("old", "evt", "{}", 1, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 400);
+
+    struct rec g, a, f;
+    get(&c, &g, old);
+    submit(&g);
+    RUN_UNTIL(&c, fpq_held(1) != NULL, 1000);
+    ins(&c, &a, "A");
+    ins(&c, &f, "F");
+    uint64_t t0 = now(&c);
+    submit(&a);                          /* waits: the GET's group is out */
+    at(&c, 150, do_submit, &f);          /* waits too */
+    at(&c, 200, do_answer, NULL);        /* the GET: A and F go out together, F is held */
+    at(&c, 450, do_fail_23505, NULL);    /* past A's deadline (400), before F's (550) */
+    RUN_UNTIL(&c, g.dones && a.dones && f.dones, 1500);
+    run_for(&c, 30);
+    assert_once(&g, "GET", 0);
+    assert_once(&f, "F", HK_EINVAL);
+    assert_once(&a, "A", HK_ETIMEDOUT);
+    cr_expect(a.done_ms >= t0 + 440 && a.done_ms <= t0 + 600, "A timed out after %" PRIu64 " ms",
+              a.done_ms - t0);
+    cr_assert_eq(fpq_send_at("ins", "A", 0)->group, fpq_send_at("ins", "F", 0)->group);
+    cr_assert_eq(fpq_sends("ins", "A"), 1, "sent again past its deadline");
+    cr_assert_eq(fpq_rows("A") + fpq_rows("F"), 0);
+    cr_assert_eq(fpq_nconnects(), 1);
+    cr_assert(!fpq_connect_at(0)->finished, "the connection was reset");
+    ctx_close(&c);
+}
+
+/* A goes back to the queue (its retried group failed for B) while a newer
+ * group, held by the server, is out on the only connection: A's deadline
+ * passes in the queue, before that group's. */
+Test(pg_pipeline, deadline_passes_while_queued)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "F", .once = true,
+                            .reply = HOLD},
+                           {.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "B", .nth = 2,
+                            .reply = FAIL("23505")},
+                           {.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "N", .once = true,
+                            .reply = HOLD}}};
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 600);
+
+    struct rec a, b, f, n;
+    ins(&c, &a, "A");
+    ins(&c, &b, "B");
+    ins(&c, &f, "F");
+    ins(&c, &n, "N");
+    uint64_t t0 = now(&c);
+    submit(&a);
+    submit(&b);
+    submit(&f);
+    RUN_UNTIL(&c, fpq_held(1) != NULL, 1000);
+    at(&c, 300, do_submit, &n);          /* waits: A, B, F are out */
+    at(&c, 350, do_fail_23505, NULL);    /* F fails: A, B again, then N alone, held */
+    at(&c, 750, do_answer, NULL);        /* N, after A's deadline (600), before its own (900) */
+    RUN_UNTIL(&c, a.dones && b.dones && f.dones && n.dones, 1500);
+    run_for(&c, 30);
+    assert_once(&f, "F", HK_EINVAL);
+    assert_once(&b, "B", HK_EINVAL);
+    assert_once(&a, "A", HK_ETIMEDOUT);
+    assert_once(&n, "N", 0);
+    cr_expect(a.done_ms >= t0 + 595 && a.done_ms <= t0 + 740, "A timed out after %" PRIu64 " ms",
+              a.done_ms - t0);
+    cr_assert_lt(a.seq, n.seq, "A waited for N's answer");
+    cr_assert_eq(fpq_sends("ins", "A"), 2);
+    cr_assert_eq(fpq_sends("ins", "B"), 2);
+    cr_assert_eq(fpq_sends("ins", "N"), 1);
+    cr_assert_eq(fpq_rows("N"), 1);
+    cr_assert_eq(fpq_rows("A") + fpq_rows("B") + fpq_rows("F"), 0);
+    cr_assert_eq(fpq_nconnects(), 1);
+    ctx_close(&c);
+}
+
+/* ---- idempotent replay ----------------------------------------------------------- */
+
+Test(pg_pipeline, idempotent_replay_returns_the_original_row)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "F",
+                            .reply = FAIL("23505")}}};
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+
+    struct rec first, again, other, retried, f;
+    ins_idem(&c, &first, "S", "k1", "{\"n\":1}");
+    submit(&first);
+    RUN_UNTIL(&c, first.dones, 1000);
+    assert_once(&first, "first", 0);
+    cr_assert(!first.replayed);
+    cr_assert_eq(first.rows, 1);
+    cr_assert_eq(first.row_id, fpq_row_id("S"));
+    int64_t id = first.row_id, received = first.row_received_us;
+    const struct fpq_stmt *s = fpq_send_at("ins_idem", "S", 0);
+    cr_assert_eq(s->nparams, 5);
+    cr_assert_str_eq(s->param[4], "k1");
+    cr_assert_eq(fpq_param_i64(s, 3), received);
+
+    run_for(&c, 5);   /* a later received_us, were it used */
+    ins_idem(&c, &again, "S", "k1", "{\"n\":2}");
+    submit(&again);
+    RUN_UNTIL(&c, again.dones, 1000);
+    assert_once(&again, "again", 0);
+    cr_assert(again.replayed);
+    cr_assert_eq(again.rows, 1);
+    cr_assert_eq(again.row_id, id);
+    cr_assert_eq(again.row_received_us, received);
+    cr_assert_str_eq(again.row_payload, "{\"n\":1}");
+    cr_assert_str_eq(again.row_source, "S");
+    cr_assert_eq(fpq_rows("S"), 1);
+
+    /* The key is per source. */
+    ins_idem(&c, &other, "T", "k1", "{}");
+    submit(&other);
+    RUN_UNTIL(&c, other.dones, 1000);
+    assert_once(&other, "other", 0);
+    cr_assert(!other.replayed);
+    cr_assert_neq(other.row_id, id);
+
+    /* A replay in a group that fails for another op is still a replay
+     * when it goes again. */
+    ins_idem(&c, &retried, "S", "k1", "{\"n\":3}");
+    ins(&c, &f, "F");
+    submit(&retried);
+    submit(&f);
+    RUN_UNTIL(&c, retried.dones && f.dones, 1000);
+    run_for(&c, 30);
+    assert_once(&f, "F", HK_EINVAL);
+    assert_once(&retried, "retried", 0);
+    cr_assert(retried.replayed);
+    cr_assert_eq(retried.row_id, id);
+    cr_assert_str_eq(retried.row_payload, "{\"n\":1}");
+    cr_assert_eq(fpq_sends("ins_idem", "S"), 4);
+    cr_assert_eq(fpq_rows("S"), 1);
+    ctx_close(&c);
+}
+
+/* ---- SQLSTATE to status ---------------------------------------------------------- */
+
+Test(pg_pipeline, error_codes_map_to_statuses)
+{
+    static const struct {
+        const char *sqlstate;
+        int want;
+    } codes[] = {
+        {"57014", HK_ETIMEDOUT},   /* statement_timeout */
+        {"22001", HK_EINVAL}, {"22P02", HK_EINVAL}, {"22021", HK_EINVAL},
+        {"23505", HK_EINVAL}, {"23502", HK_EINVAL}, {"23514", HK_EINVAL},
+        {"08006", HK_EUNAVAIL}, {"08P01", HK_EUNAVAIL}, {"57P01", HK_EUNAVAIL}, {"57P03", HK_EUNAVAIL},
+        {"53300", HK_EUNAVAIL}, {"53100", HK_EUNAVAIL}, {"40001", HK_EUNAVAIL}, {"40P01", HK_EUNAVAIL},
+        {"55P03", HK_EUNAVAIL}, {"55006", HK_EUNAVAIL},
+        {"XX000", HK_ESTORE}, {"P0001", HK_ESTORE}, {"42P01", HK_ESTORE}, {"42501", HK_ESTORE},
+        {NULL, HK_EUNAVAIL},       /* an error without a SQLSTATE */
+    };
+    struct ctx c;
+    struct plan p = {.r = {{.msg = FPQ_EXECUTE, .name = "get"}, {.msg = FPQ_EXECUTE, .name = "ins"}}};
+    int64_t old = fpq_seed("old", "evt", "{}", 1, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+    p.r[0].armed = p.r[1].armed = true;
+
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        const char *state = codes[i].sqlstate;
+        p.r[0].reply = p.r[1].reply = (struct fpq_reply){FPQ_FAIL, state, "ERROR:  scripted"};
+        struct rec g, w;
+        get(&c, &g, old);
+        submit(&g);
+        RUN_UNTIL(&c, g.dones, 1000);
+        ins(&c, &w, "W");
+        submit(&w);
+        RUN_UNTIL(&c, w.dones, 1000);
+        run_for(&c, 2);
+        cr_expect_eq(g.dones, 1, "%s: GET answered %d times", state ? state : "(none)", g.dones);
+        cr_expect_eq(g.status, codes[i].want, "%s: GET status %d, want %d", state ? state : "(none)",
+                     g.status, codes[i].want);
+        cr_expect_eq(w.dones, 1, "%s: INSERT answered %d times", state ? state : "(none)", w.dones);
+        cr_expect_eq(w.status, codes[i].want, "%s: INSERT status %d, want %d",
+                     state ? state : "(none)", w.status, codes[i].want);
+    }
+    cr_assert_eq(fpq_rows("W"), 0);
+    cr_assert_eq(fpq_nconnects(), 1, "a statement's error is no reason to reconnect");
+    ctx_close(&c);
+}
+
+/* ---- reconnect back-off --------------------------------------------------------- */
+
+/* Six attempts fail after the loss: they come 100, 200, 400, 800, 1600 and
+ * 3200 ms apart, then 5000 (the cap, not 6400). Once a connection is up, the
+ * next loss starts again at 100. About 11.5 s. */
+Test(pg_pipeline, reconnect_backoff_doubles_to_the_cap_then_resets)
+{
+    static const uint64_t want[] = {100, 200, 400, 800, 1600, 3200, 5000};
+    struct ctx c;
+    ctx_open(&c, 1, 2000);
+    fpq_fail_connects(6, false);
+    cr_assert(fpq_drop(1));
+    RUN_UNTIL(&c, hk_store_health(c.sl) == HK_EUNAVAIL, 1000);
+    struct rec r;
+    ins(&c, &r, "R");
+    cr_assert_eq(hk_store_submit(c.sl, &r.op), HK_EUNAVAIL);
+    RUN_UNTIL(&c, hk_store_health(c.sl) == 0, 14000);
+    cr_assert_eq(fpq_nconnects(), 8);
+    uint64_t prev = fpq_connect_at(0)->drop_ms;
+    for (unsigned k = 1; k < 8; k++) {
+        const struct fpq_connect *a = fpq_connect_at(k);
+        uint64_t gap = a->start_ms - prev, w = want[k - 1];
+        cr_expect(gap + 10 >= w && gap <= w + w / 4 + 60, "attempt %u came %" PRIu64 " ms after the %s, want %" PRIu64,
+                  k, gap, k == 1 ? "loss" : "previous attempt", w);
+        cr_assert_eq(a->failed, k < 7);
+        cr_assert(k == 7 || a->finished);
+        prev = a->start_ms;
+    }
+
+    cr_assert(fpq_drop(8));
+    RUN_UNTIL(&c, hk_store_health(c.sl) == 0 && fpq_nconnects() == 9, 2000);
+    uint64_t gap = fpq_connect_at(8)->start_ms - fpq_connect_at(7)->drop_ms;
+    cr_expect(gap + 10 >= 100 && gap <= 400, "after a success the back-off starts over: %" PRIu64 " ms", gap);
+    submit(&r);
+    RUN_UNTIL(&c, r.dones, 1000);
+    assert_once(&r, "R", 0);
+    ctx_close(&c);
+}
+
+/* ---- start-up ------------------------------------------------------------------- */
+
+/* The schema check and the session setup go as one group on the first
+ * connection; a current schema needs nothing else. */
+Test(pg_pipeline, startup_current_schema_is_one_round_trip)
+{
+    struct ctx c;
+    ctx_open(&c, 1, 2000);
+    cr_assert_eq(fpq_nconnects(), 1);
+    size_t n = fpq_nstmts();
+    cr_assert_gt(n, 3);
+    const struct fpq_stmt *s0 = fpq_stmt_at(0), *s1 = fpq_stmt_at(1);
+    cr_assert_eq(s0->msg, FPQ_QUERY);
+    cr_assert(strstr(s0->sql, "schema_version") != NULL);
+    cr_assert_eq(s1->msg, FPQ_FLUSH, "the check's answer comes back alone");
+    unsigned prepares = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct fpq_stmt *s = fpq_stmt_at(i);
+        cr_assert_neq(s->msg, FPQ_EXEC, "a blocking statement with a current schema");
+        cr_assert_eq(s->group, 0);
+        cr_assert_eq(s->outcome, FPQ_ANSWERED);
+        prepares += s->msg == FPQ_PREPARE;
+    }
+    cr_assert_geq(prepares, 5);
+    cr_assert_eq(fpq_stmt_at(n - 1)->msg, FPQ_SYNC);
+    ctx_close(&c);
+}
+
+/* No schema: the pipelined check fails, a blocking connection migrates
+ * under the advisory lock and joins the pool. */
+Test(pg_pipeline, startup_migrates_under_the_advisory_lock)
+{
+    static const char *const order[] = {
+        "SET statement_timeout", "SELECT pg_advisory_lock(", "CREATE TABLE IF NOT EXISTS schema_version",
+        "BEGIN", "SELECT coalesce(max(version), 0) FROM schema_version", "CREATE TABLE webhooks(",
+        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(1)", "COMMIT",
+        "SELECT pg_advisory_unlock(",
+    };
+    struct ctx c;
+    fpq_set_schema(-1);
+    ctx_open(&c, 1, 2000);
+    cr_assert_eq(fpq_schema(), 1);
+    cr_assert_eq(fpq_stmt_at(0)->outcome, FPQ_FAILED);
+    cr_assert(fpq_connect_at(0)->finished, "the spoilt pipeline was not closed");
+    size_t k = 0;
+    for (size_t i = 0; i < fpq_nstmts() && k < sizeof order / sizeof order[0]; i++) {
+        const struct fpq_stmt *s = fpq_stmt_at(i);
+        if (s->msg == FPQ_EXEC && strncmp(s->sql, order[k], strlen(order[k])) == 0) {
+            cr_assert_eq(s->conn, 2);
+            k++;
+        }
+    }
+    cr_assert_eq(k, sizeof order / sizeof order[0], "missing or out of order: %s", order[k]);
+
+    struct rec w;
+    ins(&c, &w, "W");
+    submit(&w);
+    RUN_UNTIL(&c, w.dones, 1000);
+    assert_once(&w, "W", 0);
+    cr_assert_eq(fpq_send_at("ins", "W", 0)->conn, 2);
+    ctx_close(&c);
+}
+
+Test(pg_pipeline, startup_refuses_a_newer_schema)
+{
+    fpq_set_schema(2);
+    struct hk_pg_config cfg = {.url = URL, .pool = 1, .timeout_ms = 2000, .loops = 1};
+    char err[512];
+    cr_assert_null(hk_pg_open(&cfg, err, sizeof err));
+    cr_assert(strstr(err, "newer") != NULL, "%s", err);
+    cr_assert_eq(fpq_cleanup(), 0);
+    assert_no_leaks();
+}
+
+Test(pg_pipeline, startup_without_a_connection_fails_with_the_reason)
+{
+    fpq_fail_connects(10, false);
+    struct hk_pg_config cfg = {.url = URL, .pool = 1, .timeout_ms = 2000, .loops = 2};
+    char err[512];
+    cr_assert_null(hk_pg_open(&cfg, err, sizeof err));
+    cr_assert(strstr(err, "Connection refused") != NULL, "%s", err);
+    cr_assert(strstr(err, "s3cret") == NULL, "%s", err);
+    cr_assert_eq(fpq_nconnects(), 2);
+    cr_assert_eq(fpq_cleanup(), 0);
+    assert_no_leaks();
+}

@@ -17,6 +17,7 @@
 
 #include "core/buf.h"
 #include "core/clock.h"
+#include "store/cred_int.h"
 
 #define PG_PING_MS 2000            /* an idle connection is pinged this often */
 #define PG_BACKOFF_MIN_MS 100
@@ -66,11 +67,44 @@ static void retire(struct pg_loop *pl, struct hk_store_op *op)
     op->more = false;
 }
 
+/* Reads are answered as their rows arrive; writes wait for the commit. */
+static bool is_read(enum hk_op_kind k)
+{
+    return k == HK_OP_GET || k == HK_OP_LIST || k == HK_OP_TOKEN_GET || k == HK_OP_TOKEN_LIST ||
+           k == HK_OP_SESSION_GET;
+}
+
+static void deliver_cred_read(struct hk_store_op *op, PGresult *res)
+{
+    int n = hk_pq.PQntuples(res);
+    if (op->kind == HK_OP_TOKEN_LIST) {
+        for (int i = 0; i < n; i++) {
+            struct hk_token_rec t;
+            if (!hk__pg_token_of(res, i, &t)) {
+                op->status = HK_ESTORE;
+                break;
+            }
+            if (op->on_token)
+                op->on_token(op, &t);
+        }
+    } else if (n == 0) {
+        op->status = HK_ENOTFOUND;
+    } else if (op->kind == HK_OP_TOKEN_GET ? !hk__pg_token_of(res, 0, op->token)
+                                           : !hk__pg_session_of(res, 0, op->session)) {
+        op->status = HK_ESTORE;
+    }
+    op->on_done(op);
+}
+
 static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *res)
 {
     int n = hk_pq.PQntuples(res);
     struct hk_webhook row;
     retire(pl, op);
+    if (op->kind != HK_OP_GET && op->kind != HK_OP_LIST) {
+        deliver_cred_read(op, res);
+        return;
+    }
     if (op->kind == HK_OP_GET) {
         if (n > 0) {
             hk__pg_row_of(res, 0, &row);
@@ -103,13 +137,45 @@ static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *r
     op->on_done(op);
 }
 
+/* Did the write change a row? */
+static bool changed(PGresult *res)
+{
+    const char *n = hk_pq.PQcmdTuples(res);
+    return n[0] != '\0' && strcmp(n, "0") != 0;
+}
+
+/* A credential write whose group committed. */
+static void deliver_cred_write(struct hk_store_op *op, PGresult *res)
+{
+    switch (op->kind) {
+    case HK_OP_TOKEN_PUT:
+    case HK_OP_SESSION_PUT:
+        op->status = changed(res) ? 0 : HK_ECONFLICT;
+        break;
+    case HK_OP_TOKEN_REVOKE:
+        if (hk_pq.PQntuples(res) == 0)
+            op->status = HK_ENOTFOUND;
+        else if (op->token && !hk__pg_token_of(res, 0, op->token))
+            op->status = HK_ESTORE;
+        break;
+    default:   /* SESSION_DEL: RETURNING whether it was still live */
+        if (hk_pq.PQntuples(res) == 0 || hk_pq.PQgetvalue(res, 0, 0)[0] != 't')
+            op->status = HK_ENOTFOUND;
+        break;
+    }
+    op->on_done(op);
+}
+
 /* A write whose group committed. */
 static void deliver_write(struct pg_loop *pl, struct hk_store_op *op, PGresult *res)
 {
     retire(pl, op);
+    if (op->kind != HK_OP_INSERT && op->kind != HK_OP_DELETE) {
+        deliver_cred_write(op, res);
+        return;
+    }
     if (op->kind == HK_OP_DELETE) {
-        const char *n = hk_pq.PQcmdTuples(res);
-        op->status = n[0] != '\0' && strcmp(n, "0") != 0 ? 0 : HK_ENOTFOUND;
+        op->status = changed(res) ? 0 : HK_ENOTFOUND;
         op->on_done(op);
         return;
     }
@@ -532,7 +598,7 @@ static void op_result(struct pg_conn *c, struct ent *e, PGresult *res)
     e->op = NULL;
     assert(op);
     if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
-        if (op->kind == HK_OP_GET || op->kind == HK_OP_LIST) {
+        if (is_read(op->kind)) {
             deliver_read(pl, op, res);
             hk_pq.PQclear(res);
             return;
@@ -921,10 +987,20 @@ static int pg_submit(struct hk_store_loop *base, struct hk_store_op *op)
     case HK_OP_DELETE:
     case HK_OP_LIST:
         break;
+    case HK_OP_TOKEN_PUT:
+    case HK_OP_TOKEN_GET:
+    case HK_OP_TOKEN_LIST:
+    case HK_OP_TOKEN_REVOKE:
+    case HK_OP_SESSION_PUT:
+    case HK_OP_SESSION_GET:
+    case HK_OP_SESSION_DEL:
+        break;
     default:
         return HK_EINVAL;
     }
-    if (!hk__pg_params_ok(op)) {
+    /* A credential op is checked, timed and a new token's created_us set
+     * (cred_int.h) here, as with SQLite. */
+    if ((hk__cred_kind(op->kind) && hk__cred_begin(op, hk_wall_us()) < 0) || !hk__pg_params_ok(op)) {
         /* Refused before anything is sent: a value the server would refuse
          * never gets into a group other ops share. The caller's mistake,
          * whatever the pool's state. */

@@ -164,6 +164,10 @@ bool hk__pg_params_ok(const struct hk_store_op *op);
 
 /* A webhook row (COLS order) of `res`; strings borrowed from `res`. */
 void hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row);
+/* Row i of a token or session statement's result, copied into *out. False
+ * when it does not read as one (the caller answers HK_ESTORE). */
+bool hk__pg_token_of(const PGresult *res, int i, struct hk_token_rec *out);
+bool hk__pg_session_of(const PGresult *res, int i, struct hk_session_rec *out);
 /* A bigint in PostgreSQL's text form. */
 int64_t hk__pg_to_i64(const char *s);
 

@@ -4,13 +4,16 @@
  * session setup, row decoding, and SQLSTATEs mapped to the store's codes. */
 #include "store/pg_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/buf.h"
 #include "core/utf8.h"
+#include "store/cred_int.h"
 
+#define OID_BYTEA 17
 #define OID_INT8 20
 #define OID_TEXT 25
 
@@ -27,6 +30,22 @@ const char *const hk__pg_migrations[] = {
     " WHERE idem_key IS NOT NULL;"
     "CREATE INDEX webhooks_source_id ON webhooks(source, id);"
     "CREATE INDEX webhooks_event_type_id ON webhooks(event_type, id);",
+    /* 2: credentials (docs/auth.md). Hashes are SHA-256; NULL expires_at:
+     * never, NULL revoked_at: live. */
+    "CREATE TABLE api_tokens("
+    " name text PRIMARY KEY CHECK (octet_length(name) BETWEEN 1 AND 64),"
+    " hash bytea NOT NULL UNIQUE CHECK (octet_length(hash) = 32),"
+    " scopes integer NOT NULL,"
+    " created_at timestamptz NOT NULL,"
+    " expires_at timestamptz,"
+    " revoked_at timestamptz);"
+    "CREATE TABLE sessions("
+    " hash bytea PRIMARY KEY CHECK (octet_length(hash) = 32),"
+    " subject text NOT NULL,"
+    " scopes integer NOT NULL,"
+    " csrf_hash bytea NOT NULL CHECK (octet_length(csrf_hash) = 32),"
+    " expires_at timestamptz NOT NULL);"
+    "CREATE INDEX sessions_expires ON sessions(expires_at);",
 };
 const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg_migrations[0]);
 
@@ -36,7 +55,30 @@ const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg
 #define AT_OF_US(p) "(timestamptz 'epoch' + " p " * interval '1 microsecond')"
 #define COLS "id, source, event_type, payload, " US_OF_AT
 
-enum stmt_id { S_INS, S_INS_IDEM, S_GET, S_DEL, S_LIST0, S_PING = S_LIST0 + 4, S_COUNT };
+/* The credentials' times may be far off (a token that expires in 9999):
+ * int8 * interval goes through float8, exact only below 2^53 us (2255), so
+ * whole seconds and microseconds go separately, each exact up to
+ * HK_STORE_TIME_MAX. NULL stays NULL both ways. */
+#define US_OF(col) "(extract(epoch FROM " col ") * 1000000)::int8"
+#define AT_OF(p) \
+    "(timestamptz 'epoch' + (" p " / 1000000) * interval '1 second'" \
+    " + (" p " % 1000000) * interval '1 microsecond')"
+/* Hashes come back as hex whatever bytea_output says. */
+#define TOKEN_COLS \
+    "name, encode(hash, 'hex'), scopes, " US_OF("created_at") ", " US_OF("expires_at") ", " \
+    US_OF("revoked_at")
+#define SESSION_COLS \
+    "encode(hash, 'hex'), subject, scopes, encode(csrf_hash, 'hex'), " US_OF("expires_at")
+
+enum stmt_id {
+    S_INS, S_INS_IDEM, S_GET, S_DEL, S_LIST0, S_PING = S_LIST0 + 4,
+    S_TOK_PUT, S_TOK_GET, S_TOK_LIST, S_TOK_REVOKE, S_SES_PUT, S_SES_GET, S_SES_DEL,
+    S_COUNT
+};
+
+#define MAX_PARAMS 6
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* Prepared once per connection. Every statement declares its parameter
  * types, so the list variants may leave some parameters unused. */
@@ -44,7 +86,7 @@ static const struct {
     const char *name;
     const char *sql;
     int nparams;
-    Oid types[5];
+    Oid types[MAX_PARAMS];
 } stmts[S_COUNT] = {
     [S_INS] = {"ins",
                "INSERT INTO webhooks(source, event_type, payload, received_at)"
@@ -81,6 +123,40 @@ static const struct {
                      " AND id < $3 ORDER BY id DESC LIMIT $4",
                      4, {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8}},
     [S_PING] = {"ping", "SELECT 1", 0, {0}},
+    /* ON CONFLICT DO NOTHING: a name or hash stored already is "0 rows"
+     * (HK_ECONFLICT), not an error that would fail the whole group. */
+    [S_TOK_PUT] = {"tok_put",
+                   "INSERT INTO api_tokens(name, hash, scopes, created_at, expires_at)"
+                   " VALUES($1, $2, $3, " AT_OF("$4") ", " AT_OF("$5") ") ON CONFLICT DO NOTHING",
+                   5, {OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, OID_INT8}},
+    [S_TOK_GET] = {"tok_get", "SELECT " TOKEN_COLS " FROM api_tokens WHERE hash = $1", 1,
+                   {OID_BYTEA}},
+    /* COLLATE "C": byte order, as SQLite's BINARY, whatever the database's. */
+    [S_TOK_LIST] = {"tok_list",
+                    "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY name COLLATE \"C\" LIMIT $1", 1,
+                    {OID_INT8}},
+    /* coalesce keeps the first revocation's time. */
+    [S_TOK_REVOKE] = {"tok_revoke",
+                      "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, " AT_OF("$2") ")"
+                      " WHERE name = $1 RETURNING " TOKEN_COLS,
+                      2, {OID_TEXT, OID_INT8}},
+    /* A few expired sessions go first, with each new one. SKIP LOCKED: two
+     * sweeps (other loops, other replicas) never wait for each other, nor
+     * for a SESSION_DEL. */
+    [S_SES_PUT] = {"ses_put",
+                   "WITH swept AS (DELETE FROM sessions WHERE hash IN (SELECT hash FROM sessions"
+                   " WHERE expires_at <= " AT_OF("$6") " ORDER BY expires_at"
+                   " LIMIT " STR(HK_STORE_SWEEP_MAX) " FOR UPDATE SKIP LOCKED))"
+                   " INSERT INTO sessions(hash, subject, scopes, csrf_hash, expires_at)"
+                   " VALUES($1, $2, $3, $4, " AT_OF("$5") ") ON CONFLICT DO NOTHING",
+                   6, {OID_BYTEA, OID_TEXT, OID_INT8, OID_BYTEA, OID_INT8, OID_INT8}},
+    [S_SES_GET] = {"ses_get",
+                   "SELECT " SESSION_COLS " FROM sessions WHERE hash = $1 AND expires_at > " AT_OF("$2"),
+                   2, {OID_BYTEA, OID_INT8}},
+    /* Deleted even when expired, but then reported as not found. */
+    [S_SES_DEL] = {"ses_del",
+                   "DELETE FROM sessions WHERE hash = $1 RETURNING expires_at > " AT_OF("$2"),
+                   2, {OID_BYTEA, OID_INT8}},
 };
 
 int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check)
@@ -128,14 +204,80 @@ static const char *be64(char b[8], int64_t v)
     return b;
 }
 
-/* One statement's parameters, binary: text bytes as they are, int8
- * big-endian (in b1, b2, which v points into: not to be copied). */
+/* One statement's parameters, binary: text and bytea bytes as they are,
+ * int8 big-endian (in b, which v points into: not to be copied). */
 struct params {
-    const char *v[5];
-    int len[5];
+    const char *v[MAX_PARAMS];
+    int len[MAX_PARAMS];
     int n;
     char b1[8], b2[8];
+    char b[MAX_PARAMS][8];
 };
+
+static void param_bytes(struct params *p, int i, const void *v, size_t n)
+{
+    p->v[i] = v;
+    p->len[i] = (int)n;
+}
+
+static void param_i64(struct params *p, int i, int64_t v)
+{
+    p->v[i] = be64(p->b[i], v);
+    p->len[i] = 8;
+}
+
+/* A credential time: 0 (never) is NULL. */
+static void param_time(struct params *p, int i, int64_t us)
+{
+    if (us != 0)
+        param_i64(p, i, us);
+}
+
+static enum stmt_id bind_cred(const struct hk_store_op *op, struct params *p)
+{
+    const struct hk_token_rec *t = op->token;
+    const struct hk_session_rec *ses = op->session;
+    switch (op->kind) {
+    case HK_OP_TOKEN_PUT:
+        param_bytes(p, 0, t->name, strlen(t->name));
+        param_bytes(p, 1, t->hash, 32);
+        param_i64(p, 2, t->scopes);
+        param_i64(p, 3, t->created_us);
+        param_time(p, 4, t->expires_us);
+        p->n = 5;
+        return S_TOK_PUT;
+    case HK_OP_TOKEN_GET:
+        param_bytes(p, 0, t->hash, 32);
+        p->n = 1;
+        return S_TOK_GET;
+    case HK_OP_TOKEN_LIST:
+        if (op->list.limit != 0)
+            param_i64(p, 0, op->list.limit);
+        p->n = 1;
+        return S_TOK_LIST;
+    case HK_OP_TOKEN_REVOKE:
+        param_bytes(p, 0, op->name, strlen(op->name));
+        param_i64(p, 1, op->now_us);
+        p->n = 2;
+        return S_TOK_REVOKE;
+    case HK_OP_SESSION_PUT:
+        param_bytes(p, 0, ses->hash, 32);
+        param_bytes(p, 1, ses->subject, strlen(ses->subject));
+        param_i64(p, 2, ses->scopes);
+        param_bytes(p, 3, ses->csrf_hash, 32);
+        param_i64(p, 4, ses->expires_us);
+        param_i64(p, 5, op->now_us);
+        p->n = 6;
+        return S_SES_PUT;
+    case HK_OP_SESSION_GET:
+    default:
+        assert(op->kind == HK_OP_SESSION_GET || op->kind == HK_OP_SESSION_DEL);
+        param_bytes(p, 0, ses->hash, 32);
+        param_i64(p, 1, op->now_us);
+        p->n = 2;
+        return op->kind == HK_OP_SESSION_GET ? S_SES_GET : S_SES_DEL;
+    }
+}
 
 static enum stmt_id bind_insert(const struct hk_store_op *op, struct params *p)
 {
@@ -171,7 +313,7 @@ static enum stmt_id bind_list(const struct hk_list_query *q, struct params *p)
 
 int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op)
 {
-    static const int fmt[5] = {1, 1, 1, 1, 1};
+    static const int fmt[MAX_PARAMS] = {1, 1, 1, 1, 1, 1};
     struct params p = {0};
     enum stmt_id id;
     switch (op->kind) {
@@ -185,8 +327,11 @@ int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op)
         p.len[0] = 8;
         p.n = 1;
         break;
-    default:
+    case HK_OP_LIST:
         id = bind_list(&op->list, &p);
+        break;
+    default:
+        id = bind_cred(op, &p);
         break;
     }
     return hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, fmt, 0) ? 0 : -1;
@@ -208,6 +353,8 @@ static bool text_ok(const char *p, size_t n)
  * second trip. */
 bool hk__pg_params_ok(const struct hk_store_op *op)
 {
+    if (hk__cred_kind(op->kind))
+        return hk__cred_check(op) == 0;   /* ASCII names, ranged numbers */
     if (op->kind == HK_OP_LIST)
         return text_ok(op->list.source, op->list.source_len) &&
                text_ok(op->list.event_type, op->list.event_type_len);
@@ -249,6 +396,63 @@ void hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row)
         row->payload_len = (size_t)hk_pq.PQgetlength(res, i, 3);
     }
     row->received_us = hk__pg_to_i64(hk_pq.PQgetvalue(res, i, 4));
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* encode(..., 'hex') of a 32-byte hash. */
+static bool hash_of(const PGresult *res, int i, int col, uint8_t out[32])
+{
+    const char *h = hk_pq.PQgetvalue(res, i, col);
+    if (hk_pq.PQgetlength(res, i, col) != 64)
+        return false;
+    for (int k = 0; k < 32; k++) {
+        int hi = hexval(h[2 * k]), lo = hexval(h[2 * k + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        out[k] = (uint8_t)(hi << 4 | lo);
+    }
+    return true;
+}
+
+static bool name_of(const PGresult *res, int i, int col, char out[HK_TOKEN_NAME_MAX + 1])
+{
+    int n = hk_pq.PQgetlength(res, i, col);
+    if (n < 1 || n > HK_TOKEN_NAME_MAX)
+        return false;
+    memcpy(out, hk_pq.PQgetvalue(res, i, col), (size_t)n);
+    out[n] = '\0';
+    return true;
+}
+
+/* A time column: NULL (never, live) reads as 0. */
+static int64_t time_of(const PGresult *res, int i, int col)
+{
+    return hk_pq.PQgetisnull(res, i, col) ? 0 : hk__pg_to_i64(hk_pq.PQgetvalue(res, i, col));
+}
+
+bool hk__pg_token_of(const PGresult *res, int i, struct hk_token_rec *out)
+{
+    if (!name_of(res, i, 0, out->name) || !hash_of(res, i, 1, out->hash))
+        return false;
+    out->scopes = (unsigned)hk__pg_to_i64(hk_pq.PQgetvalue(res, i, 2));
+    out->created_us = time_of(res, i, 3);
+    out->expires_us = time_of(res, i, 4);
+    out->revoked_us = time_of(res, i, 5);
+    return true;
+}
+
+bool hk__pg_session_of(const PGresult *res, int i, struct hk_session_rec *out)
+{
+    if (!hash_of(res, i, 0, out->hash) ||
+        !name_of(res, i, 1, out->subject) || !hash_of(res, i, 3, out->csrf_hash))
+        return false;
+    out->scopes = (unsigned)hk__pg_to_i64(hk_pq.PQgetvalue(res, i, 2));
+    out->expires_us = time_of(res, i, 4);
+    return true;
 }
 
 /* SQLSTATE classes that say "try again later" rather than "this op is bad". */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
- * The SQLite store as the loops see it: the ops table, reads run inside
- * submit on each loop's own read-only connection, writes handed to the
+ * The SQLite store as the loops see it: the ops table, reads (webhooks,
+ * and the token and session lookups every authenticated request makes) run
+ * inside submit on each loop's own read-only connection, writes handed to the
  * writer thread (sqlite_writer.c) and answered on the loop through a
  * uv_async_t, and the error mapping both sides share. hk_sqlite_open is in
  * sqlite_open.c. */
@@ -8,9 +9,11 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "store/cred_int.h"
 
 #define HK_SQLITE_WARM_MS 10           /* a loop's read connection opens by then */
 
@@ -27,6 +30,14 @@ static const char *const list_sql[4] = {
     "SELECT " COLS " FROM webhooks WHERE source = ?1 AND event_type = ?2 AND id < ?3"
     " ORDER BY id DESC LIMIT ?4",
 };
+
+/* Credentials. Every authenticated request runs SQL_TOKEN_GET or
+ * SQL_SESSION_GET, which is why they are reads here and not the writer's:
+ * one indexed lookup on the loop's own connection, no thread hop. BINARY
+ * collation orders names by their bytes, as PostgreSQL's COLLATE "C". */
+#define SQL_TOKEN_GET "SELECT " TOKEN_COLS " FROM api_tokens WHERE hash = ?1"
+#define SQL_TOKEN_LIST "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY name LIMIT ?1"
+#define SQL_SESSION_GET "SELECT " SESSION_COLS " FROM sessions WHERE hash = ?1 AND expires_us > ?2"
 
 /* ---- shared with the writer --------------------------------------------- */
 
@@ -45,6 +56,48 @@ void hk__sq_row(sqlite3_stmt *stmt, struct hk_webhook *row)
         row->payload_len = (size_t)sqlite3_column_bytes(stmt, 3);
     }
     row->received_us = sqlite3_column_int64(stmt, 4);
+}
+
+/* A blob column of exactly 32 bytes (the CHECK constraints see to it);
+ * anything else reads as zeros. */
+static void hash_col(sqlite3_stmt *stmt, int i, uint8_t out[32])
+{
+    const void *p = sqlite3_column_blob(stmt, i);
+    if (p && sqlite3_column_bytes(stmt, i) == 32)
+        memcpy(out, p, 32);
+    else
+        memset(out, 0, 32);
+}
+
+/* A name column into a record's array, cut to HK_TOKEN_NAME_MAX bytes. */
+static void name_col(sqlite3_stmt *stmt, int i, char out[HK_TOKEN_NAME_MAX + 1])
+{
+    const unsigned char *p = sqlite3_column_text(stmt, i);
+    size_t n = p ? (size_t)sqlite3_column_bytes(stmt, i) : 0;
+    if (n > HK_TOKEN_NAME_MAX)
+        n = HK_TOKEN_NAME_MAX;
+    if (n > 0)
+        memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+void hk__sq_token_row(sqlite3_stmt *stmt, struct hk_token_rec *out)
+{
+    name_col(stmt, 0, out->name);
+    hash_col(stmt, 1, out->hash);
+    out->scopes = (unsigned)sqlite3_column_int64(stmt, 2);
+    out->created_us = sqlite3_column_int64(stmt, 3);
+    out->expires_us = sqlite3_column_int64(stmt, 4);   /* NULL reads as 0: never */
+    out->revoked_us = sqlite3_column_int64(stmt, 5);   /* NULL reads as 0: live */
+}
+
+void hk__sq_session_row(sqlite3_stmt *stmt, struct hk_session_rec *out)
+{
+    hash_col(stmt, 0, out->hash);
+    name_col(stmt, 1, out->subject);
+    out->scopes = (unsigned)sqlite3_column_int64(stmt, 2);
+    hash_col(stmt, 3, out->csrf_hash);
+    out->expires_us = sqlite3_column_int64(stmt, 4);
 }
 
 /* An empty string stays an empty string. */
@@ -184,6 +237,12 @@ static void loop_free_db(struct sq_loop *sl)
 {
     sqlite3_finalize(sl->get);
     sl->get = NULL;
+    sqlite3_finalize(sl->tok_get);
+    sl->tok_get = NULL;
+    sqlite3_finalize(sl->tok_list);
+    sl->tok_list = NULL;
+    sqlite3_finalize(sl->ses_get);
+    sl->ses_get = NULL;
     for (int i = 0; i < 4; i++) {
         sqlite3_finalize(sl->list[i]);
         sl->list[i] = NULL;
@@ -211,6 +270,15 @@ static int reader_open(struct sq_loop *sl)
     for (int i = 0; i < 4 && rc == SQLITE_OK; i++)
         rc = sqlite3_prepare_v3(sl->db, list_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &sl->list[i], NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(sl->db, SQL_TOKEN_GET, -1, SQLITE_PREPARE_PERSISTENT,
+                                &sl->tok_get, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(sl->db, SQL_TOKEN_LIST, -1, SQLITE_PREPARE_PERSISTENT,
+                                &sl->tok_list, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(sl->db, SQL_SESSION_GET, -1, SQLITE_PREPARE_PERSISTENT,
+                                &sl->ses_get, NULL);
     if (rc != SQLITE_OK) {
         (void)read_failed(sl->st, rc);
         loop_free_db(sl);
@@ -311,6 +379,65 @@ out:
     op->on_done(op);
 }
 
+/* TOKEN_GET and SESSION_GET: one row by hash into the caller's record. */
+static void cred_get(struct sq_loop *sl, struct hk_store_op *op)
+{
+    bool token = op->kind == HK_OP_TOKEN_GET;
+    sqlite3_stmt *cached = token ? sl->tok_get : sl->ses_get;
+    sqlite3_stmt *stmt = NULL;
+    int rc = stmt_acquire(sl, cached, token ? SQL_TOKEN_GET : SQL_SESSION_GET, &stmt);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_blob(stmt, 1, token ? op->token->hash : op->session->hash, 32,
+                               SQLITE_STATIC);
+    if (rc == SQLITE_OK && !token)
+        rc = sqlite3_bind_int64(stmt, 2, op->now_us);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+        if (token)
+            hk__sq_token_row(stmt, op->token);
+        else
+            hk__sq_session_row(stmt, op->session);
+        read_ok(sl->st);
+        op->status = 0;
+    } else if (rc == SQLITE_DONE) {
+        read_ok(sl->st);
+        op->status = HK_ENOTFOUND;
+    } else {
+        op->status = read_failed(sl->st, rc);
+    }
+    if (stmt)
+        stmt_release(stmt, cached);
+    op->more = false;
+    op->on_done(op);
+}
+
+/* TOKEN_LIST: the tokens in name order, in one go (a handful, not a log). */
+static void token_list(struct sq_loop *sl, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = stmt_acquire(sl, sl->tok_list, SQL_TOKEN_LIST, &stmt);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 1, op->list.limit == 0 ? -1 : (int64_t)op->list.limit);
+    op->status = 0;
+    if (rc == SQLITE_OK) {
+        while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+            struct hk_token_rec t;
+            hk__sq_token_row(stmt, &t);
+            if (op->on_token)
+                op->on_token(op, &t);
+        }
+    }
+    if (stmt)
+        stmt_release(stmt, sl->tok_list);
+    if (rc == SQLITE_DONE)
+        read_ok(sl->st);
+    else
+        op->status = read_failed(sl->st, rc);
+    op->more = false;
+    op->on_done(op);
+}
+
 /* ---- the ops table -------------------------------------------------------- */
 
 static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
@@ -321,17 +448,31 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
     op->status = 0;
     op->more = false;
     op->replayed = false;
+    if (hk__cred_kind(op->kind) && hk__cred_begin(op, hk_wall_us()) < 0) {
+        /* As PostgreSQL answers it: the caller's mistake, whatever the
+         * store's state. */
+        op->status = HK_EINVAL;
+        op->on_done(op);
+        return 0;
+    }
     switch (op->kind) {
     case HK_OP_GET:
     case HK_OP_LIST:
+    case HK_OP_TOKEN_GET:
+    case HK_OP_TOKEN_LIST:
+    case HK_OP_SESSION_GET:
         /* A stream's later batches (sq_list_next) find the reader open. */
         if (reader_open(sl) != SQLITE_OK) {
             op->status = HK_EUNAVAIL;
             op->on_done(op);
         } else if (op->kind == HK_OP_GET) {
             do_get(sl, op);
-        } else {
+        } else if (op->kind == HK_OP_LIST) {
             list_batch(sl, op);
+        } else if (op->kind == HK_OP_TOKEN_LIST) {
+            token_list(sl, op);
+        } else {
+            cred_get(sl, op);
         }
         return 0;
     case HK_OP_INSERT:
@@ -340,6 +481,10 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
         op->row.received_us = hk_wall_us();
         break;
     case HK_OP_DELETE:
+    case HK_OP_TOKEN_PUT:
+    case HK_OP_TOKEN_REVOKE:
+    case HK_OP_SESSION_PUT:
+    case HK_OP_SESSION_DEL:
         break;
     default:
         return HK_EINVAL;

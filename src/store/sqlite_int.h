@@ -25,6 +25,8 @@
 #define HK_SQLITE_BUSY_MS 5000         /* another process holding the write lock */
 
 #define COLS "id, source, event_type, payload, received_us"
+#define TOKEN_COLS "name, hash, scopes, created_us, expires_us, revoked_us"
+#define SESSION_COLS "hash, subject, scopes, csrf_hash, expires_us"
 
 struct sq_store {
     struct hk_store base;
@@ -32,6 +34,7 @@ struct sq_store {
     char *dir;                      /* the database's directory, for statvfs */
     sqlite3 *db;                    /* the write connection; writer thread only */
     sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del, *probe_ins, *probe_del;
+    sqlite3_stmt *tok_ins, *tok_revoke, *ses_sweep, *ses_ins, *ses_del;
     uv_thread_t writer;
     bool writer_started;            /* guarded by mu */
     int busy_ms;
@@ -58,6 +61,7 @@ struct sq_loop {
     sqlite3 *db;                    /* read-only; this loop's thread only */
     sqlite3_stmt *get;
     sqlite3_stmt *list[4];
+    sqlite3_stmt *tok_get, *tok_list, *ses_get;
     uv_async_t async;
     uv_timer_t warm;                /* opens db shortly after start */
     int closing;                    /* handles whose close is pending */
@@ -82,6 +86,10 @@ extern const struct hk_store_vt hk__sq_vt;
 
 /* The row a statement (COLS order) is on; strings borrowed from it. */
 void hk__sq_row(sqlite3_stmt *stmt, struct hk_webhook *row);
+/* The token (TOKEN_COLS order) or session (SESSION_COLS order) a statement
+ * is on, copied into *out. */
+void hk__sq_token_row(sqlite3_stmt *stmt, struct hk_token_rec *out);
+void hk__sq_session_row(sqlite3_stmt *stmt, struct hk_session_rec *out);
 /* A NULL pointer binds SQL NULL; any other pointer binds its `n` bytes. */
 int hk__sq_bind_str(sqlite3_stmt *stmt, int i, const char *p, size_t n);
 /* SQLite's result code as the store's HK_E* code. */

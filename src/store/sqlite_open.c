@@ -28,6 +28,22 @@ static const char *const migrations[] = {
     " WHERE idem_key IS NOT NULL;"
     "CREATE INDEX webhooks_source_id ON webhooks(source, id);"
     "CREATE INDEX webhooks_event_type_id ON webhooks(event_type, id);",
+    /* 2: credentials (docs/auth.md). Hashes are SHA-256, times unix
+     * microseconds; NULL expires_us: never, NULL revoked_us: live. */
+    "CREATE TABLE api_tokens("
+    " name TEXT NOT NULL PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 64),"
+    " hash BLOB NOT NULL UNIQUE CHECK (length(hash) = 32),"
+    " scopes INTEGER NOT NULL,"
+    " created_us INTEGER NOT NULL,"
+    " expires_us INTEGER,"
+    " revoked_us INTEGER);"
+    "CREATE TABLE sessions("
+    " hash BLOB NOT NULL PRIMARY KEY CHECK (length(hash) = 32),"
+    " subject TEXT NOT NULL,"
+    " scopes INTEGER NOT NULL,"
+    " csrf_hash BLOB NOT NULL CHECK (length(csrf_hash) = 32),"
+    " expires_us INTEGER NOT NULL);"
+    "CREATE INDEX sessions_expires ON sessions(expires_us);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * The SQLite store's writer thread: it owns the only read-write connection,
- * commits every queued INSERT/DELETE of a wakeup in one transaction (group
- * commit), hands each op back to its loop, and keeps the failure spell of
- * the writes, probing while it lasts and the queue is empty. */
+ * commits every queued write of a wakeup (webhook INSERT/DELETE, token and
+ * session writes) in one transaction (group commit), hands each op back to
+ * its loop, and keeps the failure spell of the writes, probing while it
+ * lasts and the queue is empty. */
 #include "store/sqlite_int.h"
 
 #include <assert.h>
@@ -25,6 +26,22 @@
     " VALUES(?1, ?2, ?3, ?4, ?5)"
 #define SQL_IDEM "SELECT " COLS " FROM webhooks WHERE source = ?1 AND idem_key = ?2"
 #define SQL_DELETE "DELETE FROM webhooks WHERE id = ?1"
+/* Credentials. ON CONFLICT DO NOTHING turns a name or hash stored already
+ * into "no change" (HK_ECONFLICT) instead of a constraint error. */
+#define SQL_TOKEN_INS \
+    "INSERT INTO api_tokens(name, hash, scopes, created_us, expires_us)" \
+    " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"
+#define SQL_TOKEN_REVOKE \
+    "UPDATE api_tokens SET revoked_us = coalesce(revoked_us, ?2) WHERE name = ?1" \
+    " RETURNING " TOKEN_COLS
+/* The oldest expired sessions, a bounded few (sessions_expires index). */
+#define SQL_SESSION_SWEEP \
+    "DELETE FROM sessions WHERE hash IN (SELECT hash FROM sessions" \
+    " WHERE expires_us <= ?1 ORDER BY expires_us LIMIT ?2)"
+#define SQL_SESSION_INS \
+    "INSERT INTO sessions(hash, subject, scopes, csrf_hash, expires_us)" \
+    " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"
+#define SQL_SESSION_DEL "DELETE FROM sessions WHERE hash = ?1 RETURNING expires_us"
 /* The probe's write: a row no reader counts (versions start at 1, readers
  * take the maximum), inserted and deleted again in one transaction. */
 #define SQL_PROBE_INS "INSERT INTO schema_version(version) VALUES(0)"
@@ -138,6 +155,129 @@ static int run_delete(struct sq_store *st, struct hk_store_op *op)
     return rc;
 }
 
+/* The end of a credential write: `found` says whether it changed (or, for
+ * RETURNING statements, returned) a row. Same contract as run_insert. */
+static int cred_done(struct sq_store *st, struct hk_store_op *op, sqlite3_stmt *stmt, int rc,
+                     bool found, int if_not_found)
+{
+    if (rc == SQLITE_DONE) {
+        op->status = found ? 0 : if_not_found;
+        rc = SQLITE_OK;
+    } else if (op_error(st->db, rc)) {
+        op->status = HK_EINVAL;
+        rc = SQLITE_OK;
+    }
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+static int run_token_put(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->tok_ins;
+    const struct hk_token_rec *t = op->token;
+    int rc = sqlite3_bind_text(stmt, 1, t->name, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_blob(stmt, 2, t->hash, 32, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 3, t->scopes);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 4, t->created_us);
+    if (rc == SQLITE_OK && t->expires_us != 0)
+        rc = sqlite3_bind_int64(stmt, 5, t->expires_us);   /* unbound: NULL, never */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    return cred_done(st, op, stmt, rc, rc == SQLITE_DONE && sqlite3_changes(st->db) > 0,
+                     HK_ECONFLICT);
+}
+
+/* coalesce keeps the first revocation's time: revoking twice is no error. */
+static int run_token_revoke(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->tok_revoke;
+    bool found = false;
+    int rc = sqlite3_bind_text(stmt, 1, op->name, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 2, op->now_us);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+        found = true;
+        if (op->token)
+            hk__sq_token_row(stmt, op->token);
+        rc = sqlite3_step(stmt);   /* names are unique: SQLITE_DONE */
+    }
+    return cred_done(st, op, stmt, rc, found, HK_ENOTFOUND);
+}
+
+/* Expired sessions go a few at a time, with each new one: the table holds
+ * no more than it did at its busiest, and no sweep holds the write lock
+ * for long. */
+static int run_session_put(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->ses_ins;
+    const struct hk_session_rec *ses = op->session;
+    int rc = sqlite3_bind_int64(st->ses_sweep, 1, op->now_us);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st->ses_sweep, 2, HK_STORE_SWEEP_MAX);
+    if (rc == SQLITE_OK)
+        rc = step_once(st->ses_sweep);
+    if (rc != SQLITE_DONE)
+        return rc;   /* a DELETE breaks no constraint: the batch's failure */
+    rc = sqlite3_bind_blob(stmt, 1, ses->hash, 32, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(stmt, 2, ses->subject, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 3, ses->scopes);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_blob(stmt, 4, ses->csrf_hash, 32, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 5, ses->expires_us);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    return cred_done(st, op, stmt, rc, rc == SQLITE_DONE && sqlite3_changes(st->db) > 0,
+                     HK_ECONFLICT);
+}
+
+/* An expired session is deleted all the same, but reported as not found,
+ * as SESSION_GET would have: the answer does not depend on the sweep. */
+static int run_session_del(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->ses_del;
+    bool found = false;
+    int rc = sqlite3_bind_blob(stmt, 1, op->session->hash, 32, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+        found = sqlite3_column_int64(stmt, 0) > op->now_us;
+        rc = sqlite3_step(stmt);   /* the primary key: SQLITE_DONE */
+    }
+    return cred_done(st, op, stmt, rc, found, HK_ENOTFOUND);
+}
+
+static int run_op(struct sq_store *st, struct hk_store_op *op)
+{
+    switch (op->kind) {
+    case HK_OP_INSERT:
+        return run_insert(st, op);
+    case HK_OP_DELETE:
+        return run_delete(st, op);
+    case HK_OP_TOKEN_PUT:
+        return run_token_put(st, op);
+    case HK_OP_TOKEN_REVOKE:
+        return run_token_revoke(st, op);
+    case HK_OP_SESSION_PUT:
+        return run_session_put(st, op);
+    case HK_OP_SESSION_DEL:
+        return run_session_del(st, op);
+    default:
+        /* submit queues only the kinds above. */
+        assert(!"not a write");
+        op->status = HK_EINVAL;
+        return SQLITE_OK;
+    }
+}
+
 /* ---- failure spells ------------------------------------------------------ */
 
 /* Is there room on the database's file system to end a full-disk spell?
@@ -216,7 +356,7 @@ static void run_batch(struct sq_store *st, struct hk_store_op *batch, size_t n)
     if (rc != SQLITE_DONE)
         goto out;
     for (op = batch; op; op = op->next) {
-        rc = op->kind == HK_OP_INSERT ? run_insert(st, op) : run_delete(st, op);
+        rc = run_op(st, op);
         if (rc != SQLITE_OK)
             goto out;
     }
@@ -390,6 +530,16 @@ int hk__sq_writer_prepare(struct sq_store *st)
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_DELETE, &st->del);
     if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_TOKEN_INS, &st->tok_ins);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_TOKEN_REVOKE, &st->tok_revoke);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_SESSION_SWEEP, &st->ses_sweep);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_SESSION_INS, &st->ses_ins);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_SESSION_DEL, &st->ses_del);
+    if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_PROBE_INS, &st->probe_ins);
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_PROBE_DEL, &st->probe_del);
@@ -404,6 +554,11 @@ void hk__sq_writer_finalize(struct sq_store *st)
     sqlite3_finalize(st->ins);
     sqlite3_finalize(st->idem);
     sqlite3_finalize(st->del);
+    sqlite3_finalize(st->tok_ins);
+    sqlite3_finalize(st->tok_revoke);
+    sqlite3_finalize(st->ses_sweep);
+    sqlite3_finalize(st->ses_ins);
+    sqlite3_finalize(st->ses_del);
     sqlite3_finalize(st->probe_ins);
     sqlite3_finalize(st->probe_del);
 }

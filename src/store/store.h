@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/credential.h"
 #include "core/err.h"
 #include "core/webhook.h"
 
@@ -24,12 +25,35 @@ struct hk_list_query {
     bool stream;           /* deliver every matching row, batch by batch (see hk_store_op.more) */
 };
 
-enum hk_op_kind { HK_OP_INSERT, HK_OP_GET, HK_OP_DELETE, HK_OP_LIST };
+/* The values are obs/'s label indexes (obs.h HK_STORE_OPS, hk_store_op_names):
+ * a new kind goes at the end, before HK_OP__COUNT. */
+enum hk_op_kind {
+    HK_OP_INSERT,
+    HK_OP_GET,
+    HK_OP_DELETE,
+    HK_OP_LIST,
+    /* Credentials (docs/auth.md): API tokens and sessions. */
+    HK_OP_TOKEN_PUT,
+    HK_OP_TOKEN_GET,
+    HK_OP_TOKEN_LIST,
+    HK_OP_TOKEN_REVOKE,
+    HK_OP_SESSION_PUT,
+    HK_OP_SESSION_GET,
+    HK_OP_SESSION_DEL,
+    HK_OP__COUNT
+};
+
+/* How many expired sessions each SESSION_PUT deletes first, at most. */
+#define HK_STORE_SWEEP_MAX 16
+/* Latest time a credential may carry, unix microseconds: the end of year
+ * 9999 (UTC). Both stores refuse later times and negative ones. */
+#define HK_STORE_TIME_MAX INT64_C(253402300799999999)
 
 struct hk_store_op;
 struct sq_loop;     /* private to the SQLite store (sqlite_int.h) */
 struct sq_replay;   /* private to the SQLite store (sqlite_int.h) */
 typedef void (*hk_store_row_cb)(struct hk_store_op *op, const struct hk_webhook *row);
+typedef void (*hk_store_token_cb)(struct hk_store_op *op, const struct hk_token_rec *token);
 typedef void (*hk_store_done_cb)(struct hk_store_op *op);
 
 /* One request to the store. The caller owns the memory and keeps it (and the
@@ -47,6 +71,38 @@ typedef void (*hk_store_done_cb)(struct hk_store_op *op);
  *         of list.limit rows: the caller must then call exactly one of
  *         hk_store_list_next() (another batch) or hk_store_list_close().
  *
+ * Credentials (core/credential.h). `token` and `session` point to the
+ * caller's records, which the store reads and writes until on_done; nothing
+ * else of theirs is kept. A name (token->name, session->subject, `name`) is
+ * 1 to HK_TOKEN_NAME_MAX bytes of [A-Za-z0-9._-], NUL-terminated; scopes
+ * are a non-zero subset of HK_SCOPE_ALL; times are unix microseconds from 0
+ * to HK_STORE_TIME_MAX. An op breaking these, or missing its record,
+ * completes with HK_EINVAL before anything reaches the database (on_done
+ * may run inside submit, which then returns 0). "now" is the wall time at
+ * submit. on_row is never called for these kinds.
+ * TOKEN_PUT:    in *token: name, hash, scopes, expires_us (0: never),
+ *               created_us (0: the store writes now into it); revoked_us
+ *               is ignored and set to 0 (live). HK_ECONFLICT when the name
+ *               or the hash is stored already (nothing changes).
+ * TOKEN_GET:    in token->hash; out: *token, every field, revoked or expired
+ *               ones included (the caller judges). HK_ENOTFOUND when none.
+ * TOKEN_LIST:   in list.limit (0: all; other `list` fields are ignored).
+ *               on_token (may be NULL) per token in byte order of name, the
+ *               record borrowed for the call, then on_done once (never
+ *               `more`). list.limit = 1 tells whether any token exists.
+ * TOKEN_REVOKE: in `name`. Sets revoked_us to now unless set already (a
+ *               second revoke succeeds and keeps the first time). HK_ENOTFOUND
+ *               when no token has that name. When `token` is not NULL, it is
+ *               filled with the token as stored afterwards.
+ * SESSION_PUT:  in *session (every field; expires_us > 0). HK_ECONFLICT when
+ *               the hash is stored already. First deletes up to
+ *               HK_STORE_SWEEP_MAX expired sessions of anyone's (the sweep).
+ * SESSION_GET:  in session->hash; out: *session. HK_ENOTFOUND when none,
+ *               or when it has expired (expires_us <= now).
+ * SESSION_DEL:  in session->hash; deletes it. HK_ENOTFOUND when there was
+ *               none, or only an expired one (deleted all the same).
+ * On an error status the output records hold nothing to rely on.
+ *
  * on_done always runs exactly once per batch, with `status` 0 or a negative
  * HK_E* code. Callbacks may run before submit returns (e.g. SQLite reads). */
 struct hk_store_op {
@@ -58,13 +114,20 @@ struct hk_store_op {
     const char *idem_key;       /* INSERT, optional, NUL-terminated */
     int64_t id;
     struct hk_list_query list;
+    struct hk_token_rec *token;     /* TOKEN_PUT, TOKEN_GET, TOKEN_REVOKE (optional) */
+    struct hk_session_rec *session; /* SESSION_PUT, SESSION_GET, SESSION_DEL */
+    const char *name;               /* TOKEN_REVOKE, NUL-terminated */
     hk_store_row_cb on_row;
+    hk_store_token_cb on_token;     /* TOKEN_LIST */
     hk_store_done_cb on_done;
     void *data;                 /* the caller's */
     /* Backend-private from here on: the caller neither sets nor reads these.
-     * `next` links the op into whichever queue holds it. An op belongs to
-     * one store, so only that store's member of `be` is ever valid. */
+     * `next` links the op into whichever queue holds it; `now_us` is the
+     * wall time at submit for the credential ops that compare or store it.
+     * An op belongs to one store, so only that store's member of `be` is
+     * ever valid. */
     struct hk_store_op *next;
+    int64_t now_us;
     union {
         /* PostgreSQL: valid from submit until the op completes. */
         struct {

@@ -3,7 +3,9 @@
  * query stuck behind a lock (timeout and queue bound), several hookd
  * processes on one database, passwords kept out of logs, an unreachable
  * database at start, and one client's failing statements beside everyone
- * else's requests. Runs in the integ-pg suite; the fault test starts a
+ * else's requests; and the credential ops (tokens, sessions, the sweep,
+ * the migration from version 1) driven through the store itself on the
+ * server. Runs in the integ-pg suite; the fault test starts a
  * cluster of its own with scripts/pg.sh ($HOOKD_PG_SH) so that stopping it
  * does not disturb the tests running in parallel. */
 #include <criterion/criterion.h>
@@ -19,10 +21,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <uv.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "store/pg.h"
+#include "store/store.h"
+
 #include "harness.h"
 
 static struct hk_server srv, srv2, srv3;
 static char cluster[256];   /* private cluster directory, "" when none */
+static void cstore_cleanup(void);
 
 static void stop_cluster(void)
 {
@@ -41,6 +51,7 @@ static void teardown(void)
     hk_server_cleanup(&srv2);
     hk_server_cleanup(&srv3);
     stop_cluster();
+    cstore_cleanup();
 }
 
 TestSuite(pg, .fini = teardown, .timeout = 120);
@@ -778,4 +789,482 @@ Test(pg, filters_postgresql_refuses_answer_400_beside_writers, .timeout = 60)
     cr_assert_eq(bad[R_BADFILTER], 0, "%d of %d invalid filters not answered 400 problem+json",
                  bad[R_BADFILTER], count[R_BADFILTER]);
     hk_finish(&srv);
+}
+
+/* ---- the credential ops on the server, through the store itself ---- */
+
+/* One PostgreSQL store on a fresh schema of the test cluster, attached to
+ * a loop of the test's own, and a libpq connection of the test's on the
+ * same schema for checks behind the store's back. */
+static struct {
+    char schema[64];
+    char *url;
+    PGconn *db;
+    struct hk_store *s;
+    uv_loop_t loop;
+    struct hk_store_loop *sl;
+} cs;
+
+static void cstore_attach(unsigned pool)
+{
+    struct hk_pg_config cfg = {.url = cs.url, .pool = pool, .queue_max = 256, .timeout_ms = 5000,
+                               .loops = 1};
+    char err[512];
+    cs.s = hk_pg_open(&cfg, err, sizeof err);
+    cr_assert_not_null(cs.s, "hk_pg_open: %s", err);
+    cr_assert_eq(uv_loop_init(&cs.loop), 0);
+    cr_assert_eq(cs.s->vt->loop_attach(cs.s, &cs.loop, &cs.sl), 0);
+}
+
+static void cstore_detach(void)
+{
+    if (!cs.s)
+        return;
+    cs.s->vt->loop_detach(cs.sl);
+    uv_run(&cs.loop, UV_RUN_DEFAULT);
+    cr_assert_eq(uv_loop_close(&cs.loop), 0);
+    cs.s->vt->close(cs.s);
+    cs.s = NULL;
+    cs.sl = NULL;
+}
+
+/* A fresh schema; `setup_sql` (or NULL) runs in it before the store opens. */
+static void cstore_open(unsigned pool, const char *setup_sql)
+{
+    const char *base = base_url();
+    static unsigned serial;
+    hk_log_set_level(HK_LOG_WARN);
+    memset(&cs, 0, sizeof cs);
+    snprintf(cs.schema, sizeof cs.schema, "hk_cred_%d_%u", (int)getpid(), serial++);
+    PGconn *admin = db_connect(base);
+    char sql[128];
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", cs.schema);
+    PQclear(db_exec(admin, sql));
+    PQfinish(admin);
+    cs.url = hk_pg_url_with_schema(base, cs.schema);
+    cs.db = db_connect(cs.url);
+    PQclear(db_exec(cs.db, "SET client_min_messages = warning"));   /* DROP's NOTICEs */
+    if (setup_sql)
+        PQclear(db_exec(cs.db, setup_sql));
+    cstore_attach(pool);
+}
+
+static void cstore_cleanup(void)
+{
+    cstore_detach();
+    if (cs.db) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", cs.schema);
+        PQclear(PQexec(cs.db, sql));
+        PQfinish(cs.db);
+        cs.db = NULL;
+    }
+    free(cs.url);
+    cs.url = NULL;
+}
+
+struct cred {
+    int dones;
+    int status;
+    int ntokens;
+    char names[32][HK_TOKEN_NAME_MAX + 1];
+    struct hk_token_rec last;
+};
+
+static void cred_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    (void)op;
+    (void)row;
+    cr_assert_fail("on_row called for a credential op");
+}
+
+static void cred_token(struct hk_store_op *op, const struct hk_token_rec *t)
+{
+    struct cred *r = op->data;
+    cr_assert_lt(r->ntokens, 32);
+    snprintf(r->names[r->ntokens++], sizeof r->names[0], "%s", t->name);
+    r->last = *t;
+}
+
+static void cred_done(struct hk_store_op *op)
+{
+    struct cred *r = op->data;
+    cr_assert_not(op->more);
+    r->dones++;
+    r->status = op->status;
+}
+
+static void cred_op(struct hk_store_op *op, struct cred *r, enum hk_op_kind kind)
+{
+    memset(op, 0, sizeof *op);
+    memset(r, 0, sizeof *r);
+    op->kind = kind;
+    op->on_row = cred_row;
+    op->on_token = cred_token;
+    op->on_done = cred_done;
+    op->data = r;
+}
+
+/* Run the loop until every one of `n` ops has its answer. */
+static void cred_wait(struct cred *const *rs, int n)
+{
+    int64_t deadline = hk_now_ms() + 10000;
+    for (;;) {
+        int pending = 0;
+        for (int i = 0; i < n; i++)
+            pending += rs[i]->dones == 0;
+        if (pending == 0)
+            break;
+        cr_assert_lt(hk_now_ms(), deadline, "%d credential ops unanswered after 10 s", pending);
+        uv_run(&cs.loop, UV_RUN_ONCE);
+    }
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(rs[i]->dones, 1);
+}
+
+static int cred_run(struct hk_store_op *op)
+{
+    struct cred *r = op->data;
+    cr_assert_eq(hk_store_submit(cs.sl, op), 0);
+    cred_wait(&r, 1);
+    return r->status;
+}
+
+static void fill_hash(uint8_t h[32], unsigned seed)
+{
+    for (unsigned i = 0; i < 32; i++)
+        h[i] = (uint8_t)(seed * 37u + i * 7u + 1u);
+    h[5] = 0;
+}
+
+static struct hk_token_rec token_rec(const char *name, unsigned seed, unsigned scopes, int64_t expires_us)
+{
+    struct hk_token_rec t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    fill_hash(t.hash, seed);
+    t.scopes = scopes;
+    t.expires_us = expires_us;
+    return t;
+}
+
+static int token_put(struct hk_token_rec *t)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_TOKEN_PUT);
+    op.token = t;
+    return cred_run(&op);
+}
+
+static int token_get(unsigned seed, struct hk_token_rec *out)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_TOKEN_GET);
+    memset(out, 0, sizeof *out);
+    fill_hash(out->hash, seed);
+    op.token = out;
+    return cred_run(&op);
+}
+
+static int token_revoke(const char *name, struct hk_token_rec *out)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_TOKEN_REVOKE);
+    op.name = name;
+    op.token = out;
+    return cred_run(&op);
+}
+
+static int token_list(uint32_t limit, struct cred *r)
+{
+    struct hk_store_op op;
+    cred_op(&op, r, HK_OP_TOKEN_LIST);
+    op.list.limit = limit;
+    return cred_run(&op);
+}
+
+static struct hk_session_rec session_rec(unsigned seed, const char *subject, unsigned scopes,
+                                         int64_t expires_us)
+{
+    struct hk_session_rec s;
+    memset(&s, 0, sizeof s);
+    fill_hash(s.hash, seed);
+    fill_hash(s.csrf_hash, seed + 1000);
+    snprintf(s.subject, sizeof s.subject, "%s", subject);
+    s.scopes = scopes;
+    s.expires_us = expires_us;
+    return s;
+}
+
+static int session_put(struct hk_session_rec *s)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_SESSION_PUT);
+    op.session = s;
+    return cred_run(&op);
+}
+
+static int session_get(unsigned seed, struct hk_session_rec *out)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_SESSION_GET);
+    memset(out, 0, sizeof *out);
+    fill_hash(out->hash, seed);
+    op.session = out;
+    return cred_run(&op);
+}
+
+static int session_del(unsigned seed)
+{
+    struct hk_store_op op;
+    struct cred r;
+    struct hk_session_rec s;
+    memset(&s, 0, sizeof s);
+    fill_hash(s.hash, seed);
+    cred_op(&op, &r, HK_OP_SESSION_DEL);
+    op.session = &s;
+    return cred_run(&op);
+}
+
+static void assert_token_eq(const struct hk_token_rec *a, const struct hk_token_rec *b)
+{
+    cr_assert_str_eq(a->name, b->name);
+    cr_assert_eq(memcmp(a->hash, b->hash, 32), 0);
+    cr_assert_eq(a->scopes, b->scopes);
+    cr_assert_eq(a->created_us, b->created_us, "%lld != %lld", (long long)a->created_us,
+                 (long long)b->created_us);
+    cr_assert_eq(a->expires_us, b->expires_us, "%lld != %lld", (long long)a->expires_us,
+                 (long long)b->expires_us);
+    cr_assert_eq(a->revoked_us, b->revoked_us);
+}
+
+static void assert_session_eq(const struct hk_session_rec *a, const struct hk_session_rec *b)
+{
+    cr_assert_eq(memcmp(a->hash, b->hash, 32), 0);
+    cr_assert_str_eq(a->subject, b->subject);
+    cr_assert_eq(a->scopes, b->scopes);
+    cr_assert_eq(memcmp(a->csrf_hash, b->csrf_hash, 32), 0);
+    cr_assert_eq(a->expires_us, b->expires_us);
+}
+
+Test(pg, credential_tokens_on_the_server)
+{
+    cstore_open(2, NULL);
+    int64_t t0 = hk_wall_us();
+    struct hk_token_rec a = token_rec("alpha", 1, HK_SCOPE_READ, 0);
+    cr_assert_eq(token_put(&a), 0);
+    cr_assert(a.created_us >= t0 && a.created_us <= hk_wall_us(), "created_us 0 becomes now");
+    /* Far times, exact: the end of 9999, and an odd microsecond. */
+    struct hk_token_rec b = token_rec("Beta-2.x_y", 2, HK_SCOPE_ALL, HK_STORE_TIME_MAX);
+    b.created_us = 1234567;
+    b.revoked_us = 99;   /* ignored */
+    cr_assert_eq(token_put(&b), 0);
+    cr_assert_eq(b.revoked_us, 0);
+    struct hk_token_rec z = token_rec("_z", 3, HK_SCOPE_READ | HK_SCOPE_DELETE, INT64_C(9007199254740993));
+    cr_assert_eq(token_put(&z), 0);
+
+    struct hk_token_rec got;
+    cr_assert_eq(token_get(1, &got), 0);
+    assert_token_eq(&got, &a);
+    cr_assert_eq(token_get(2, &got), 0);
+    assert_token_eq(&got, &b);
+    cr_assert_eq(token_get(3, &got), 0);
+    assert_token_eq(&got, &z);
+    cr_assert_eq(token_get(4, &got), HK_ENOTFOUND);
+
+    /* Conflicts: a name or a hash stored already. */
+    struct hk_token_rec same_name = token_rec("alpha", 9, HK_SCOPE_ADMIN, 0);
+    cr_assert_eq(token_put(&same_name), HK_ECONFLICT);
+    struct hk_token_rec same_hash = token_rec("other", 1, HK_SCOPE_ADMIN, 0);
+    cr_assert_eq(token_put(&same_hash), HK_ECONFLICT);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM api_tokens"), 3);
+
+    /* Byte order of names whatever the database's collation. */
+    struct cred r;
+    cr_assert_eq(token_list(0, &r), 0);
+    cr_assert_eq(r.ntokens, 3);
+    cr_assert_str_eq(r.names[0], "Beta-2.x_y");
+    cr_assert_str_eq(r.names[1], "_z");
+    cr_assert_str_eq(r.names[2], "alpha");
+    assert_token_eq(&r.last, &a);
+    cr_assert_eq(token_list(1, &r), 0);
+    cr_assert_eq(r.ntokens, 1);
+
+    struct hk_token_rec rv, rv2;
+    int64_t r0 = hk_wall_us();
+    cr_assert_eq(token_revoke("alpha", &rv), 0);
+    cr_assert(rv.revoked_us >= r0 && rv.revoked_us <= hk_wall_us());
+    cr_assert_eq(rv.created_us, a.created_us);
+    usleep(2000);
+    cr_assert_eq(token_revoke("alpha", &rv2), 0);
+    cr_assert_eq(rv2.revoked_us, rv.revoked_us, "revoking again keeps the first time");
+    cr_assert_eq(token_revoke("alpha", NULL), 0);
+    cr_assert_eq(token_revoke("nobody", NULL), HK_ENOTFOUND);
+    cr_assert_eq(token_get(1, &got), 0);
+    cr_assert_eq(got.revoked_us, rv.revoked_us);
+    cr_assert_eq(token_get(2, &got), 0);
+    cr_assert_eq(got.revoked_us, 0);
+
+    /* The same, for another process: tokens outlive the store. */
+    cstore_detach();
+    cstore_attach(1);
+    cr_assert_eq(token_get(1, &got), 0);
+    a.revoked_us = rv.revoked_us;
+    assert_token_eq(&got, &a);
+    cr_assert_eq(token_get(2, &got), 0);
+    assert_token_eq(&got, &b);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM api_tokens WHERE expires_at IS NULL"), 1);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM api_tokens WHERE expires_at"
+                                 " = timestamptz '9999-12-31 23:59:59.999999+00'"), 1);
+
+    /* Refused before the server: nothing sent, nothing stored. */
+    struct hk_token_rec bad = token_rec("bad name", 5, HK_SCOPE_READ, 0);
+    struct hk_store_op op;
+    cred_op(&op, &r, HK_OP_TOKEN_PUT);
+    op.token = &bad;
+    cr_assert_eq(hk_store_submit(cs.sl, &op), 0);
+    cr_assert_eq(r.dones, 1, "refused inside submit");
+    cr_assert_eq(r.status, HK_EINVAL);
+    bad = token_rec("t", 5, HK_SCOPE_READ, HK_STORE_TIME_MAX + 1);
+    cr_assert_eq(token_put(&bad), HK_EINVAL);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM api_tokens"), 3);
+    cstore_cleanup();
+}
+
+Test(pg, credential_sessions_on_the_server)
+{
+    cstore_open(2, NULL);
+    int64_t now = hk_wall_us();
+    struct hk_session_rec live = session_rec(1, "admin", HK_SCOPE_READ | HK_SCOPE_DELETE, now + 3600000000);
+    cr_assert_eq(session_put(&live), 0);
+    struct hk_session_rec dup = session_rec(1, "other", HK_SCOPE_ALL, now + 7200000000);
+    cr_assert_eq(session_put(&dup), HK_ECONFLICT);
+    struct hk_session_rec got;
+    cr_assert_eq(session_get(1, &got), 0);
+    assert_session_eq(&got, &live);
+    cr_assert_eq(session_get(2, &got), HK_ENOTFOUND);
+
+    struct hk_session_rec brief = session_rec(2, "admin", HK_SCOPE_READ, hk_wall_us() + 400000);
+    cr_assert_eq(session_put(&brief), 0);
+    cr_assert_eq(session_get(2, &got), 0);
+    usleep(500000);
+    cr_assert_eq(session_get(2, &got), HK_ENOTFOUND, "an expired session is not found");
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions"), 2);
+    cr_assert_eq(session_del(2), HK_ENOTFOUND, "deleting an expired session: not found");
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions"), 1, "but deleted all the same");
+    cr_assert_eq(session_del(1), 0);
+    cr_assert_eq(session_del(1), HK_ENOTFOUND);
+    cr_assert_eq(session_get(1, &got), HK_ENOTFOUND);
+
+    struct hk_session_rec far = session_rec(3, "far", HK_SCOPE_READ, HK_STORE_TIME_MAX);
+    cr_assert_eq(session_put(&far), 0);
+    cr_assert_eq(session_get(3, &got), 0);
+    assert_session_eq(&got, &far);
+    cstore_cleanup();
+}
+
+/* Each SESSION_PUT deletes at most HK_STORE_SWEEP_MAX expired sessions
+ * first, the longest expired first; live ones stay. */
+Test(pg, credential_session_sweep_on_the_server)
+{
+    cstore_open(1, NULL);
+    PQclear(db_exec(cs.db, "INSERT INTO sessions(hash, subject, scopes, csrf_hash, expires_at)"
+                           " SELECT sha256(i::text::bytea), 'old', 1, sha256(i::text::bytea),"
+                           " timestamptz 'epoch' + i * interval '1 second'"
+                           " FROM generate_series(1, 40) i;"
+                           "INSERT INTO sessions(hash, subject, scopes, csrf_hash, expires_at)"
+                           " SELECT sha256(('live' || i)::bytea), 'live', 1, sha256(i::text::bytea),"
+                           " now() + interval '1 day' FROM generate_series(1, 2) i"));
+    int64_t later = hk_wall_us() + 3600000000;
+    long left = 40;
+    for (unsigned k = 0; k < 4; k++) {
+        struct hk_session_rec s = session_rec(100 + k, "new", HK_SCOPE_READ, later);
+        cr_assert_eq(session_put(&s), 0);
+        left = left > HK_STORE_SWEEP_MAX ? left - HK_STORE_SWEEP_MAX : 0;
+        cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions WHERE subject = 'old'"), left,
+                     "after put %u", k);
+        if (left > 0)
+            cr_assert_eq(db_count(cs.db, "SELECT extract(epoch FROM min(expires_at))::int8"
+                                         " FROM sessions WHERE subject = 'old'"),
+                         40 - left + 1, "the longest expired go first");
+    }
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions WHERE subject = 'live'"), 2);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions WHERE subject = 'new'"), 4);
+    cstore_cleanup();
+}
+
+/* A name stored already is "no change", not a failing statement: the ops
+ * sharing its pipeline group go through once, untouched. */
+Test(pg, credential_conflict_leaves_its_group_alone)
+{
+    cstore_open(1, NULL);
+    struct hk_token_rec x = token_rec("twin", 10, HK_SCOPE_READ, 0);
+    struct hk_token_rec y = token_rec("twin", 11, HK_SCOPE_READ, 0);
+    struct hk_session_rec s = session_rec(7, "twin", HK_SCOPE_READ, hk_wall_us() + 3600000000);
+    struct hk_store_op ops[5];
+    struct cred rs[5];
+    cred_op(&ops[0], &rs[0], HK_OP_TOKEN_PUT);
+    ops[0].token = &x;
+    cred_op(&ops[1], &rs[1], HK_OP_TOKEN_PUT);
+    ops[1].token = &y;
+    cred_op(&ops[2], &rs[2], HK_OP_SESSION_PUT);
+    ops[2].session = &s;
+    cred_op(&ops[3], &rs[3], HK_OP_TOKEN_REVOKE);
+    ops[3].name = "twin";
+    cred_op(&ops[4], &rs[4], HK_OP_SESSION_DEL);
+    ops[4].session = &s;
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(hk_store_submit(cs.sl, &ops[i]), 0);
+    struct cred *all[] = {&rs[0], &rs[1], &rs[2], &rs[3], &rs[4]};
+    cred_wait(all, 5);
+    cr_assert_eq(rs[0].status, 0);
+    cr_assert_eq(rs[1].status, HK_ECONFLICT, "the second twin, in the same group");
+    cr_assert_eq(rs[2].status, 0);
+    cr_assert_eq(rs[3].status, 0, "the group's own insert is visible to its revoke");
+    cr_assert_eq(rs[4].status, 0);
+    struct hk_token_rec got;
+    cr_assert_eq(token_get(10, &got), 0);
+    cr_assert_gt(got.revoked_us, 0);
+    cr_assert_eq(token_get(11, &got), HK_ENOTFOUND);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions"), 0);
+    cstore_cleanup();
+}
+
+/* A schema of version 1 (webhooks only) gains the credential tables under
+ * the advisory lock and keeps its rows. */
+Test(pg, credential_tables_migrate_from_version_1)
+{
+    cstore_open(1, "CREATE TABLE schema_version(version integer NOT NULL);"
+                   "INSERT INTO schema_version(version) VALUES(1);"
+                   "CREATE TABLE webhooks("
+                   " id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,"
+                   " source text NOT NULL,"
+                   " event_type text NOT NULL,"
+                   " payload text,"
+                   " received_at timestamptz NOT NULL,"
+                   " idem_key text);"
+                   "CREATE UNIQUE INDEX webhooks_idem ON webhooks(source, idem_key)"
+                   " WHERE idem_key IS NOT NULL;"
+                   "CREATE INDEX webhooks_source_id ON webhooks(source, id);"
+                   "CREATE INDEX webhooks_event_type_id ON webhooks(event_type, id);"
+                   "INSERT INTO webhooks(source, event_type, payload, received_at)"
+                   " VALUES('gh', 'push', '{}', now())");
+    cr_assert_eq(db_count(cs.db, "SELECT version FROM schema_version"), 2);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM schema_version"), 1);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM webhooks"), 1);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM pg_indexes WHERE indexname = 'sessions_expires'"
+                                 " AND schemaname = current_schema()"), 1);
+    struct cred r;
+    cr_assert_eq(token_list(1, &r), 0);
+    cr_assert_eq(r.ntokens, 0);
+    struct hk_token_rec t = token_rec("first", 1, HK_SCOPE_ALL, 0);
+    cr_assert_eq(token_put(&t), 0);
+    cr_assert_eq(token_list(1, &r), 0);
+    cr_assert_eq(r.ntokens, 1);
+    cstore_cleanup();
 }

@@ -180,7 +180,7 @@ struct fconn {
     bool failed;                   /* the open group failed: skip to the Sync */
     struct undo *undo;
     size_t nundo, capundo;
-    char prepared[16][16];
+    char prepared[32][16];
     unsigned nprepared;
     char err[256];
 };
@@ -382,6 +382,17 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
             put_row(res, i, hit[i]);
         return res;
     }
+    /* Credentials, stateless: inserts take, reads find nothing, revokes
+     * and deletes match no row. */
+    if (strcmp(s->name, "tok_put") == 0 || strcmp(s->name, "ses_put") == 0) {
+        res = res_new(PGRES_COMMAND_OK, 0, 0);
+        snprintf(res->cmd, sizeof res->cmd, "1");
+        return res;
+    }
+    if (strncmp(s->name, "tok_", 4) == 0 || strncmp(s->name, "ses_", 4) == 0) {
+        bool token = s->name[0] == 't';
+        return res_new(PGRES_TUPLES_OK, 0, token ? 6 : 5);
+    }
     if (strcmp(s->name, "ping") == 0) {
         res = res_new(PGRES_TUPLES_OK, 1, 1);
         res_set(res, 0, 0, "1");
@@ -502,7 +513,7 @@ static void act(struct fconn *c, size_t i, const struct fpq_reply *r)
             s->outcome = FPQ_FAILED;
         } else {
             s->outcome = FPQ_ANSWERED;
-            if (s->msg == FPQ_PREPARE && c->nprepared < 16)
+            if (s->msg == FPQ_PREPARE && c->nprepared < 32)
                 snprintf(c->prepared[c->nprepared++], sizeof c->prepared[0], "%s", s->name);
         }
     }
@@ -950,7 +961,7 @@ void fpq_reset(void)
     (void)fpq_cleanup();
     memset(&F, 0, sizeof F);
     F.server_version = 160000;
-    F.schema = 1;
+    F.schema = FPQ_SCHEMA_CURRENT;
     hk_pq_use(&fake_api);
 }
 
@@ -979,7 +990,7 @@ unsigned fpq_cleanup(void)
     free(F.rows);
     memset(&F, 0, sizeof F);
     F.server_version = 160000;
-    F.schema = 1;
+    F.schema = FPQ_SCHEMA_CURRENT;
     return open;
 }
 

@@ -4,7 +4,9 @@
  * PostgreSQL store, over a small in-memory table, with every message the
  * store sends recorded and a test's script deciding each answer (rows,
  * an error with a SQLSTATE, held back, or the connection dropped).
- * Single-threaded: one loop per test. */
+ * The credential statements (tok_*, ses_*) keep no state: the fake answers
+ * as if their tables took every insert and held nothing to read, revoke or
+ * delete. Single-threaded: one loop per test. */
 #ifndef HK_FAKE_PQ_H
 #define HK_FAKE_PQ_H
 
@@ -32,7 +34,9 @@ enum fpq_outcome {
     FPQ_LOST,      /* the connection dropped before it was answered */
 };
 
-#define FPQ_MAX_PARAMS 5
+#define FPQ_MAX_PARAMS 6
+/* The store's schema version (store/pg_sql.c: hk__pg_migrations). */
+#define FPQ_SCHEMA_CURRENT 2
 
 struct fpq_stmt {
     unsigned conn;            /* connection serial, from 1 in connect order */
@@ -68,7 +72,7 @@ struct fpq_reply {
 typedef void (*fpq_script_fn)(const struct fpq_stmt *s, struct fpq_reply *r, void *arg);
 
 /* Install the fake as hk_pq and start over: no connections, an empty
- * table, schema version 1 (current), server version 16, no script. */
+ * table, schema version FPQ_SCHEMA_CURRENT, server version 16, no script. */
 void fpq_reset(void);
 /* Free what the fake holds. Returns how many connections were never
  * PQfinish'ed (each one a leak of the store's). */

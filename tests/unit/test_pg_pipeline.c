@@ -5,7 +5,8 @@
  * server cannot be made to show on cue: a connection lost mid-pipeline, a
  * statement failing inside a group-committed batch, deadlines passing
  * while queued and while in flight, idempotent replays, the SQLSTATE to
- * status mapping, reconnect back-off, and the start-up's schema check. */
+ * status mapping, reconnect back-off, the start-up's schema check and
+ * migrations, and the credential ops' refusals and retries. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -960,6 +961,106 @@ Test(pg_pipeline, reconnect_backoff_doubles_to_the_cap_then_resets)
     ctx_close(&c);
 }
 
+/* ---- credentials --------------------------------------------------------------- */
+
+/* Credential input the server would refuse (or that breaks store.h's
+ * rules) never reaches a group: HK_EINVAL inside submit, up or down. */
+Test(pg_pipeline, credential_input_refused_before_sending)
+{
+    struct ctx c;
+    ctx_open(&c, 1, 2000);
+    struct hk_token_rec bad_name = {.name = "bad name", .scopes = HK_SCOPE_READ};
+    struct hk_token_rec bad_time = {.name = "ok", .scopes = HK_SCOPE_READ, .expires_us = -1};
+    struct hk_session_rec no_scope = {.subject = "ok", .expires_us = 1};
+    struct rec r[5];
+    rec_init(&c, &r[0], HK_OP_TOKEN_PUT);
+    r[0].op.token = &bad_name;
+    rec_init(&c, &r[1], HK_OP_TOKEN_PUT);
+    r[1].op.token = &bad_time;
+    rec_init(&c, &r[2], HK_OP_SESSION_PUT);
+    r[2].op.session = &no_scope;
+    rec_init(&c, &r[3], HK_OP_TOKEN_REVOKE);   /* no name */
+    rec_init(&c, &r[4], HK_OP_TOKEN_GET);      /* no record */
+    for (int i = 0; i < 5; i++) {
+        submit(&r[i]);
+        assert_once(&r[i], "refused", HK_EINVAL);
+    }
+    /* The pool down: still the caller's mistake first. */
+    cr_assert(fpq_drop(1));
+    RUN_UNTIL(&c, hk_store_health(c.sl) != 0, 1000);
+    rec_init(&c, &r[0], HK_OP_TOKEN_PUT);
+    r[0].op.token = &bad_name;
+    submit(&r[0]);
+    assert_once(&r[0], "refused while down", HK_EINVAL);
+    RUN_UNTIL(&c, hk_store_health(c.sl) == 0, 2000);
+    run_for(&c, 20);
+    cr_assert_eq(fpq_sends("tok_put", NULL) + fpq_sends("ses_put", NULL) +
+                 fpq_sends("tok_revoke", NULL) + fpq_sends("tok_get", NULL), 0);
+    ctx_close(&c);
+}
+
+/* Credential ops ride the pipeline like the others: in a group that a
+ * webhook insert fails, the writes before it and the ops after it go again
+ * (their callbacks run once), with what submit set kept. */
+Test(pg_pipeline, credential_ops_in_a_failed_group_go_again)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "B",
+                            .reply = FAIL("23514")}}};
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+
+    struct hk_token_rec t = {.name = "ops", .scopes = HK_SCOPE_READ};
+    memset(t.hash, 0xab, sizeof t.hash);
+    t.hash[3] = 0;
+    struct hk_session_rec ses = {0};
+    memset(ses.hash, 0x11, sizeof ses.hash);
+    struct rec a, b, tp, sg, rv;
+    ins(&c, &a, "A");
+    rec_init(&c, &tp, HK_OP_TOKEN_PUT);
+    tp.op.token = &t;
+    ins(&c, &b, "B");
+    rec_init(&c, &sg, HK_OP_SESSION_GET);
+    sg.op.session = &ses;
+    rec_init(&c, &rv, HK_OP_TOKEN_REVOKE);
+    rv.op.name = "ops";
+    submit(&a);
+    submit(&tp);
+    submit(&b);
+    submit(&sg);
+    submit(&rv);
+    cr_assert_gt(t.created_us, 0, "created_us set at submit");
+    RUN_UNTIL(&c, a.dones && b.dones && tp.dones && sg.dones && rv.dones, 1000);
+    run_for(&c, 30);
+    assert_once(&b, "B", HK_EINVAL);
+    assert_once(&a, "A", 0);
+    assert_once(&tp, "TOKEN_PUT", 0);
+    assert_once(&sg, "SESSION_GET", HK_ENOTFOUND);
+    assert_once(&rv, "TOKEN_REVOKE", HK_ENOTFOUND);
+    cr_assert_eq(fpq_sends("tok_put", NULL), 2);
+    cr_assert_eq(fpq_sends("ses_get", NULL), 2);
+    cr_assert_eq(fpq_sends("tok_revoke", NULL), 2);
+    unsigned g1 = fpq_send_at("ins", "B", 0)->group;
+    cr_assert_eq(fpq_send_at("tok_put", NULL, 0)->group, g1);
+    cr_assert_eq(fpq_send_at("ses_get", NULL, 0)->outcome, FPQ_ABORTED);
+    for (unsigned k = 0; k < 2; k++) {
+        const struct fpq_stmt *sp = fpq_send_at("tok_put", NULL, k);
+        cr_assert_eq(sp->nparams, 5);
+        cr_assert_str_eq(sp->param[0], "ops");
+        cr_assert_eq(sp->len[1], 32, "the hash as 32 binary bytes");
+        cr_assert_eq(memcmp(sp->param[1], t.hash, 32), 0);
+        cr_assert_eq(fpq_param_i64(sp, 2), HK_SCOPE_READ);
+        cr_assert_eq(fpq_param_i64(sp, 3), t.created_us, "the same creation time when sent again");
+        cr_assert_null(sp->param[4], "never expires: NULL");
+    }
+    const struct fpq_stmt *sg2 = fpq_send_at("ses_get", NULL, 1);
+    cr_assert_eq(sg2->len[0], 32);
+    cr_assert_eq(sg2->nparams, 2);
+    cr_assert_eq(fpq_rows("A"), 1);
+    cr_assert_eq(fpq_rows("B"), 0);
+    ctx_close(&c);
+}
+
 /* ---- start-up ------------------------------------------------------------------- */
 
 /* The schema check and the session setup go as one group on the first
@@ -995,13 +1096,14 @@ Test(pg_pipeline, startup_migrates_under_the_advisory_lock)
     static const char *const order[] = {
         "SET statement_timeout", "SELECT pg_advisory_lock(", "CREATE TABLE IF NOT EXISTS schema_version",
         "BEGIN", "SELECT coalesce(max(version), 0) FROM schema_version", "CREATE TABLE webhooks(",
-        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(1)", "COMMIT",
+        "CREATE TABLE api_tokens(",
+        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(2)", "COMMIT",
         "SELECT pg_advisory_unlock(",
     };
     struct ctx c;
     fpq_set_schema(-1);
     ctx_open(&c, 1, 2000);
-    cr_assert_eq(fpq_schema(), 1);
+    cr_assert_eq(fpq_schema(), FPQ_SCHEMA_CURRENT);
     cr_assert_eq(fpq_stmt_at(0)->outcome, FPQ_FAILED);
     cr_assert(fpq_connect_at(0)->finished, "the spoilt pipeline was not closed");
     size_t k = 0;
@@ -1023,9 +1125,30 @@ Test(pg_pipeline, startup_migrates_under_the_advisory_lock)
     ctx_close(&c);
 }
 
+/* A version 1 schema (webhooks only) gets the later migrations, not the
+ * first one again: the pipelined setup failed on the missing tables. */
+Test(pg_pipeline, startup_migrates_an_older_schema)
+{
+    struct ctx c;
+    fpq_set_schema(1);
+    ctx_open(&c, 1, 2000);
+    cr_assert_eq(fpq_schema(), FPQ_SCHEMA_CURRENT);
+    unsigned webhooks = 0, tokens = 0;
+    for (size_t i = 0; i < fpq_nstmts(); i++) {
+        const struct fpq_stmt *s = fpq_stmt_at(i);
+        if (s->msg != FPQ_EXEC)
+            continue;
+        webhooks += strncmp(s->sql, "CREATE TABLE webhooks(", 22) == 0;
+        tokens += strncmp(s->sql, "CREATE TABLE api_tokens(", 24) == 0;
+    }
+    cr_assert_eq(webhooks, 0);
+    cr_assert_eq(tokens, 1);
+    ctx_close(&c);
+}
+
 Test(pg_pipeline, startup_refuses_a_newer_schema)
 {
-    fpq_set_schema(2);
+    fpq_set_schema(FPQ_SCHEMA_CURRENT + 1);
     struct hk_pg_config cfg = {.url = URL, .pool = 1, .timeout_ms = 2000, .loops = 1};
     char err[512];
     cr_assert_null(hk_pg_open(&cfg, err, sizeof err));

@@ -2,8 +2,8 @@
  * Unit tests for store/sqlite.c against a real database file in a fresh temp
  * directory and a real uv loop: schema, round trips, lists and streams, group
  * commit, idempotency, two loops at once, crash durability, queue limit, health,
- * and failure spells (a locked database, and a full or failing disk through a
- * fault-injecting VFS). */
+ * failure spells (a locked database, and a full or failing disk through a
+ * fault-injecting VFS), and the credential ops (tokens, sessions, the sweep). */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -280,7 +280,7 @@ static int64_t sql_int(const char *path, const char *sql)
 
 /* ---- schema ----------------------------------------------------------- */
 
-Test(store_sqlite, creates_schema_version_1_in_wal)
+Test(store_sqlite, creates_schema_version_2_in_wal)
 {
     struct ctx c;
     ctx_init(&c);
@@ -293,10 +293,12 @@ Test(store_sqlite, creates_schema_version_1_in_wal)
     cr_assert_eq(access(wal, F_OK), -1);
 
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
-    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 2);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
                                  " AND name IN ('webhooks_idem', 'webhooks_source_id',"
-                                 " 'webhooks_event_type_id')"), 3);
+                                 " 'webhooks_event_type_id', 'sessions_expires')"), 4);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                                 " AND name IN ('api_tokens', 'sessions')"), 2);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE name = 'webhooks'"
                                  " AND sql LIKE '%AUTOINCREMENT%'"), 1);
     cr_assert_eq(sql_int(c.path, "SELECT \"unique\" FROM pragma_index_list('webhooks')"
@@ -1543,6 +1545,612 @@ Test(store_sqlite, unexpected_errors_stay_estore)
     cr_assert_eq(lines_with(log, "\"level\":\"error\"", "\"reason\":\"internal_error\""), 1, "%s", log);
     free(log);
     cr_assert_eq(insert_status(&c), 0);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* ---- credentials ------------------------------------------------------ */
+
+/* What a credential op's callbacks saw. */
+struct cred {
+    int dones;
+    int status;
+    int ntokens;
+    char names[32][HK_TOKEN_NAME_MAX + 1];
+    struct hk_token_rec last;
+};
+
+static void cred_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    (void)op;
+    (void)row;
+    cr_assert_fail("on_row called for a credential op");
+}
+
+static void cred_token(struct hk_store_op *op, const struct hk_token_rec *t)
+{
+    struct cred *r = op->data;
+    cr_assert_eq(op->kind, HK_OP_TOKEN_LIST);
+    cr_assert_lt(r->ntokens, 32);
+    snprintf(r->names[r->ntokens++], sizeof r->names[0], "%s", t->name);
+    r->last = *t;
+}
+
+static void cred_done(struct hk_store_op *op)
+{
+    struct cred *r = op->data;
+    cr_assert_not(op->more);
+    r->dones++;
+    r->status = op->status;
+}
+
+static void cred_op(struct hk_store_op *op, struct cred *r, enum hk_op_kind kind)
+{
+    memset(op, 0, sizeof *op);
+    memset(r, 0, sizeof *r);
+    op->kind = kind;
+    op->on_row = cred_row;
+    op->on_token = cred_token;
+    op->on_done = cred_done;
+    op->data = r;
+}
+
+/* Submit, run the loop until the store has nothing out; on_done once. */
+static int cred_run(struct ctx *c, struct hk_store_op *op)
+{
+    struct cred *r = op->data;
+    cr_assert_eq(hk_store_submit(c->sl, op), 0);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    cr_assert_eq(r->dones, 1, "on_done ran %d times", r->dones);
+    return r->status;
+}
+
+static void fill_hash(uint8_t h[32], unsigned seed)
+{
+    for (unsigned i = 0; i < 32; i++)
+        h[i] = (uint8_t)(seed * 37u + i * 7u + 1u);
+    h[5] = 0;   /* a zero byte inside: hashes are bytes, not strings */
+}
+
+static struct hk_token_rec token_rec(const char *name, unsigned seed, unsigned scopes, int64_t expires_us)
+{
+    struct hk_token_rec t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    fill_hash(t.hash, seed);
+    t.scopes = scopes;
+    t.expires_us = expires_us;
+    return t;
+}
+
+static int token_put(struct ctx *c, struct hk_token_rec *t)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_TOKEN_PUT);
+    op.token = t;
+    return cred_run(c, &op);
+}
+
+/* The token with hash `seed`; on_done ran inside submit (a read). */
+static int token_get(struct ctx *c, unsigned seed, struct hk_token_rec *out)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_TOKEN_GET);
+    memset(out, 0, sizeof *out);
+    fill_hash(out->hash, seed);
+    op.token = out;
+    cr_assert_eq(hk_store_submit(c->sl, &op), 0);
+    cr_assert_eq(r.dones, 1, "TOKEN_GET is answered inside submit");
+    return r.status;
+}
+
+static int token_revoke(struct ctx *c, const char *name, struct hk_token_rec *out)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_TOKEN_REVOKE);
+    op.name = name;
+    op.token = out;
+    return cred_run(c, &op);
+}
+
+static int token_list(struct ctx *c, uint32_t limit, struct cred *r)
+{
+    struct hk_store_op op;
+    cred_op(&op, r, HK_OP_TOKEN_LIST);
+    op.list.limit = limit;
+    return cred_run(c, &op);
+}
+
+static struct hk_session_rec session_rec(unsigned seed, const char *subject, unsigned scopes,
+                                         int64_t expires_us)
+{
+    struct hk_session_rec s;
+    memset(&s, 0, sizeof s);
+    fill_hash(s.hash, seed);
+    fill_hash(s.csrf_hash, seed + 1000);
+    snprintf(s.subject, sizeof s.subject, "%s", subject);
+    s.scopes = scopes;
+    s.expires_us = expires_us;
+    return s;
+}
+
+static int session_put(struct ctx *c, struct hk_session_rec *s)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_SESSION_PUT);
+    op.session = s;
+    return cred_run(c, &op);
+}
+
+static int session_get(struct ctx *c, unsigned seed, struct hk_session_rec *out)
+{
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_SESSION_GET);
+    memset(out, 0, sizeof *out);
+    fill_hash(out->hash, seed);
+    op.session = out;
+    cr_assert_eq(hk_store_submit(c->sl, &op), 0);
+    cr_assert_eq(r.dones, 1, "SESSION_GET is answered inside submit");
+    return r.status;
+}
+
+static int session_del(struct ctx *c, unsigned seed)
+{
+    struct hk_store_op op;
+    struct cred r;
+    struct hk_session_rec s;
+    memset(&s, 0, sizeof s);
+    fill_hash(s.hash, seed);
+    cred_op(&op, &r, HK_OP_SESSION_DEL);
+    op.session = &s;
+    return cred_run(c, &op);
+}
+
+static void sql_exec(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_busy_timeout(db, 5000), SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+    cr_assert_eq(rc, SQLITE_OK, "%s: %s", sql, err ? err : "?");
+    sqlite3_close(db);
+}
+
+static void assert_token_eq(const struct hk_token_rec *a, const struct hk_token_rec *b)
+{
+    cr_assert_str_eq(a->name, b->name);
+    cr_assert_eq(memcmp(a->hash, b->hash, 32), 0);
+    cr_assert_eq(a->scopes, b->scopes);
+    cr_assert_eq(a->created_us, b->created_us);
+    cr_assert_eq(a->expires_us, b->expires_us);
+    cr_assert_eq(a->revoked_us, b->revoked_us);
+}
+
+static void assert_session_eq(const struct hk_session_rec *a, const struct hk_session_rec *b)
+{
+    cr_assert_eq(memcmp(a->hash, b->hash, 32), 0);
+    cr_assert_str_eq(a->subject, b->subject);
+    cr_assert_eq(a->scopes, b->scopes);
+    cr_assert_eq(memcmp(a->csrf_hash, b->csrf_hash, 32), 0);
+    cr_assert_eq(a->expires_us, b->expires_us);
+}
+
+Test(store_sqlite, token_put_get_list_revoke)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+
+    int64_t t0 = hk_wall_us();
+    struct hk_token_rec a = token_rec("alpha", 1, HK_SCOPE_READ, 0);
+    cr_assert_eq(token_put(&c, &a), 0);
+    int64_t t1 = hk_wall_us();
+    cr_assert(a.created_us >= t0 && a.created_us <= t1, "created_us 0 becomes now");
+    /* An explicit creation time is kept; revoked_us on input is ignored. */
+    struct hk_token_rec b = token_rec("Beta-2.x_y", 2, HK_SCOPE_ALL, HK_STORE_TIME_MAX);
+    b.created_us = 1234567;
+    b.revoked_us = 99;
+    cr_assert_eq(token_put(&c, &b), 0);
+    cr_assert_eq(b.created_us, 1234567);
+    cr_assert_eq(b.revoked_us, 0);
+    struct hk_token_rec z = token_rec("_z", 3, HK_SCOPE_READ | HK_SCOPE_DELETE, t0 + 1000000);
+    cr_assert_eq(token_put(&c, &z), 0);
+
+    struct hk_token_rec got;
+    cr_assert_eq(token_get(&c, 1, &got), 0);
+    assert_token_eq(&got, &a);
+    cr_assert_eq(token_get(&c, 2, &got), 0);
+    assert_token_eq(&got, &b);
+    cr_assert_eq(token_get(&c, 3, &got), 0);
+    assert_token_eq(&got, &z);
+    cr_assert_eq(token_get(&c, 4, &got), HK_ENOTFOUND);
+
+    /* Byte order of names: upper case, then '_', then lower case. */
+    struct cred r;
+    cr_assert_eq(token_list(&c, 0, &r), 0);
+    cr_assert_eq(r.ntokens, 3);
+    cr_assert_str_eq(r.names[0], "Beta-2.x_y");
+    cr_assert_str_eq(r.names[1], "_z");
+    cr_assert_str_eq(r.names[2], "alpha");
+    assert_token_eq(&r.last, &a);
+    cr_assert_eq(token_list(&c, 1, &r), 0);
+    cr_assert_eq(r.ntokens, 1, "list.limit 1 says whether any token exists");
+    cr_assert_str_eq(r.names[0], "Beta-2.x_y");
+
+    /* Revoke: now, once; a second revoke keeps the first time. */
+    struct hk_token_rec rv;
+    int64_t r0 = hk_wall_us();
+    cr_assert_eq(token_revoke(&c, "alpha", &rv), 0);
+    int64_t r1 = hk_wall_us();
+    cr_assert_str_eq(rv.name, "alpha");
+    cr_assert(rv.revoked_us >= r0 && rv.revoked_us <= r1);
+    cr_assert_eq(rv.created_us, a.created_us);
+    usleep(2000);
+    struct hk_token_rec rv2;
+    cr_assert_eq(token_revoke(&c, "alpha", &rv2), 0);
+    cr_assert_eq(rv2.revoked_us, rv.revoked_us, "revoking again keeps the first time");
+    cr_assert_eq(token_revoke(&c, "alpha", NULL), 0);
+    cr_assert_eq(token_get(&c, 1, &got), 0, "a revoked token is returned as data");
+    cr_assert_eq(got.revoked_us, rv.revoked_us);
+    cr_assert_eq(token_revoke(&c, "nobody", NULL), HK_ENOTFOUND);
+    cr_assert_eq(token_revoke(&c, "alph", NULL), HK_ENOTFOUND);
+    cr_assert_eq(token_get(&c, 2, &got), 0);
+    cr_assert_eq(got.revoked_us, 0, "only the named token is revoked");
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM api_tokens WHERE revoked_us IS NOT NULL"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM api_tokens WHERE expires_us IS NULL"), 1);
+    rm_dir(&c);
+}
+
+/* A name or a hash stored already: HK_ECONFLICT and nothing changes, also
+ * for two puts of one name in the same group commit. */
+Test(store_sqlite, token_put_conflicts)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    struct hk_token_rec a = token_rec("ops", 1, HK_SCOPE_READ, 0);
+    cr_assert_eq(token_put(&c, &a), 0);
+    struct hk_token_rec same_name = token_rec("ops", 2, HK_SCOPE_ADMIN, 0);
+    cr_assert_eq(token_put(&c, &same_name), HK_ECONFLICT);
+    struct hk_token_rec same_hash = token_rec("other", 1, HK_SCOPE_ADMIN, 0);
+    cr_assert_eq(token_put(&c, &same_hash), HK_ECONFLICT);
+    struct hk_token_rec got;
+    cr_assert_eq(token_get(&c, 1, &got), 0);
+    assert_token_eq(&got, &a);
+    cr_assert_eq(token_get(&c, 2, &got), HK_ENOTFOUND);
+
+    /* Two in one batch, beside a webhook insert that must not suffer. */
+    struct hk_store_op ops[3];
+    struct cred rs[2];
+    struct got g = {0};
+    struct hk_token_rec x = token_rec("twin", 10, HK_SCOPE_READ, 0);
+    struct hk_token_rec y = token_rec("twin", 11, HK_SCOPE_READ, 0);
+    cred_op(&ops[0], &rs[0], HK_OP_TOKEN_PUT);
+    ops[0].token = &x;
+    op_insert(&ops[1], &g, "s", "e", "{}", NULL);
+    cred_op(&ops[2], &rs[1], HK_OP_TOKEN_PUT);
+    ops[2].token = &y;
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(hk_store_submit(c.sl, &ops[i]), 0);
+    uv_run(&c.loop, UV_RUN_DEFAULT);
+    cr_assert_eq(rs[0].dones, 1);
+    cr_assert_eq(rs[1].dones, 1);
+    cr_assert_eq(g.dones, 1);
+    cr_assert_eq(rs[0].status, 0);
+    cr_assert_eq(rs[1].status, HK_ECONFLICT);
+    cr_assert_eq(g.status, 0);
+    got_free(&g);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM api_tokens"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 1);
+    rm_dir(&c);
+}
+
+/* Input the store refuses: HK_EINVAL inside submit, nothing written. */
+Test(store_sqlite, credential_input_refused)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    char long_name[HK_TOKEN_NAME_MAX + 2];
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    const char *bad_names[] = {"", "has space", "slash/", "caf\xc3\xa9", "quote\"", long_name};
+    for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
+        struct hk_token_rec t = token_rec("x", 1, HK_SCOPE_READ, 0);
+        memset(t.name, 0, sizeof t.name);
+        memcpy(t.name, bad_names[i], strlen(bad_names[i]) < HK_TOKEN_NAME_MAX ? strlen(bad_names[i])
+                                                                                : HK_TOKEN_NAME_MAX);
+        if (strlen(bad_names[i]) > HK_TOKEN_NAME_MAX)
+            memset(t.name, 'a', sizeof t.name);   /* no NUL within the array */
+        struct hk_store_op op;
+        struct cred r;
+        cred_op(&op, &r, HK_OP_TOKEN_PUT);
+        op.token = &t;
+        cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+        cr_assert_eq(r.dones, 1, "refused inside submit (%zu)", i);
+        cr_assert_eq(r.status, HK_EINVAL, "name %zu", i);
+        cr_assert_eq(token_revoke(&c, bad_names[i], NULL), HK_EINVAL, "revoke name %zu", i);
+    }
+    /* A 64-byte name is fine. */
+    char max_name[HK_TOKEN_NAME_MAX + 1];
+    memset(max_name, 'm', HK_TOKEN_NAME_MAX);
+    max_name[HK_TOKEN_NAME_MAX] = '\0';
+    struct hk_token_rec ok = token_rec(max_name, 7, HK_SCOPE_READ, 0);
+    cr_assert_eq(token_put(&c, &ok), 0);
+
+    struct hk_token_rec t = token_rec("t", 1, 0, 0);
+    cr_assert_eq(token_put(&c, &t), HK_EINVAL, "no scope");
+    t = token_rec("t", 1, HK_SCOPE_ALL + 1, 0);
+    cr_assert_eq(token_put(&c, &t), HK_EINVAL, "unknown scope bit");
+    t = token_rec("t", 1, HK_SCOPE_READ, -1);
+    cr_assert_eq(token_put(&c, &t), HK_EINVAL, "negative expiry");
+    t = token_rec("t", 1, HK_SCOPE_READ, HK_STORE_TIME_MAX + 1);
+    cr_assert_eq(token_put(&c, &t), HK_EINVAL, "expiry after 9999");
+    t = token_rec("t", 1, HK_SCOPE_READ, 0);
+    t.created_us = -5;
+    cr_assert_eq(token_put(&c, &t), HK_EINVAL, "negative creation time");
+
+    struct hk_store_op op;
+    struct cred r;
+    enum hk_op_kind need_rec[] = {HK_OP_TOKEN_PUT, HK_OP_TOKEN_GET, HK_OP_TOKEN_REVOKE,
+                                  HK_OP_SESSION_PUT, HK_OP_SESSION_GET, HK_OP_SESSION_DEL};
+    for (size_t i = 0; i < sizeof need_rec / sizeof need_rec[0]; i++) {
+        cred_op(&op, &r, need_rec[i]);
+        cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+        cr_assert_eq(r.dones, 1);
+        cr_assert_eq(r.status, HK_EINVAL, "kind %d without its record", (int)need_rec[i]);
+    }
+
+    int64_t later = hk_wall_us() + 3600000000;
+    struct hk_session_rec s = session_rec(1, "ok", HK_SCOPE_READ, 0);
+    cr_assert_eq(session_put(&c, &s), HK_EINVAL, "a session expires");
+    s = session_rec(1, "", HK_SCOPE_READ, later);
+    cr_assert_eq(session_put(&c, &s), HK_EINVAL, "empty subject");
+    s = session_rec(1, "a b", HK_SCOPE_READ, later);
+    cr_assert_eq(session_put(&c, &s), HK_EINVAL, "bad subject");
+    s = session_rec(1, "ok", 0, later);
+    cr_assert_eq(session_put(&c, &s), HK_EINVAL, "no scope");
+    s = session_rec(1, "ok", HK_SCOPE_READ, HK_STORE_TIME_MAX + 1);
+    cr_assert_eq(session_put(&c, &s), HK_EINVAL, "expiry after 9999");
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM api_tokens"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions"), 0);
+    rm_dir(&c);
+}
+
+/* A TOKEN_GET from inside TOKEN_LIST's on_token: the nested read gets a
+ * statement of its own. */
+struct nest_list {
+    struct ctx *c;
+    int found;
+};
+
+static void nested_token(struct hk_store_op *op, const struct hk_token_rec *t)
+{
+    struct nest_list *n = op->data;
+    struct hk_token_rec got;
+    struct hk_store_op inner;
+    struct cred r;
+    cred_op(&inner, &r, HK_OP_TOKEN_GET);
+    got = *t;
+    memset(got.name, 0, sizeof got.name);
+    inner.token = &got;
+    cr_assert_eq(hk_store_submit(n->c->sl, &inner), 0);
+    cr_assert_eq(r.dones, 1);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_eq(got.name, t->name);
+    n->found++;
+}
+
+static void nested_done(struct hk_store_op *op)
+{
+    cr_assert_eq(op->status, 0);
+}
+
+Test(store_sqlite, token_reads_nest_in_callbacks)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    for (unsigned i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%u", i);
+        struct hk_token_rec t = token_rec(name, 100 + i, HK_SCOPE_READ, 0);
+        cr_assert_eq(token_put(&c, &t), 0);
+    }
+    struct nest_list n = {&c, 0};
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_TOKEN_LIST;
+    op.on_token = nested_token;
+    op.on_done = nested_done;
+    op.data = &n;
+    cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+    cr_assert_eq(n.found, 5);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* Tokens, revocations and sessions outlive the process. */
+Test(store_sqlite, reopen_keeps_tokens_and_sessions)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, true);
+    struct hk_token_rec a = token_rec("admin", 1, HK_SCOPE_ALL, 0);
+    struct hk_token_rec b = token_rec("reader", 2, HK_SCOPE_READ, hk_wall_us() + 86400000000);
+    cr_assert_eq(token_put(&c, &a), 0);
+    cr_assert_eq(token_put(&c, &b), 0);
+    struct hk_token_rec rv;
+    cr_assert_eq(token_revoke(&c, "reader", &rv), 0);
+    b.revoked_us = rv.revoked_us;
+    struct hk_session_rec s = session_rec(9, "admin", HK_SCOPE_ALL, hk_wall_us() + 3600000000);
+    cr_assert_eq(session_put(&c, &s), 0);
+    ctx_close(&c);
+
+    ctx_open(&c, true);
+    struct hk_token_rec got;
+    cr_assert_eq(token_get(&c, 1, &got), 0);
+    assert_token_eq(&got, &a);
+    cr_assert_eq(token_get(&c, 2, &got), 0);
+    assert_token_eq(&got, &b);
+    struct cred r;
+    cr_assert_eq(token_list(&c, 0, &r), 0);
+    cr_assert_eq(r.ntokens, 2);
+    struct hk_session_rec gs;
+    cr_assert_eq(session_get(&c, 9, &gs), 0);
+    assert_session_eq(&gs, &s);
+    cr_assert_eq(token_put(&c, &a), HK_ECONFLICT);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* A database of version 1 (webhooks only) gains the credential tables and
+ * keeps its rows. */
+Test(store_sqlite, migrates_a_version_1_database)
+{
+    struct ctx c;
+    ctx_init(&c);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(c.path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "CREATE TABLE schema_version(version INTEGER NOT NULL);"
+                              "INSERT INTO schema_version(version) VALUES(1);"
+                              "CREATE TABLE webhooks("
+                              " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                              " source TEXT NOT NULL,"
+                              " event_type TEXT NOT NULL,"
+                              " payload TEXT,"
+                              " received_us INTEGER NOT NULL,"
+                              " idem_key TEXT);"
+                              "CREATE UNIQUE INDEX webhooks_idem ON webhooks(source, idem_key)"
+                              " WHERE idem_key IS NOT NULL;"
+                              "CREATE INDEX webhooks_source_id ON webhooks(source, id);"
+                              "CREATE INDEX webhooks_event_type_id ON webhooks(event_type, id);"
+                              "INSERT INTO webhooks(source, event_type, payload, received_us)"
+                              " VALUES('gh', 'push', '{}', 42);",
+                              NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    ctx_open(&c, false);
+    struct got g = {0};
+    cr_assert_eq(get(&c, 1, &g), 0);
+    cr_assert_eq(g.received_us, 42);
+    got_free(&g);
+    struct cred r;
+    cr_assert_eq(token_list(&c, 0, &r), 0);
+    cr_assert_eq(r.ntokens, 0, "no token yet: the first start makes one");
+    struct hk_token_rec t = token_rec("first", 1, HK_SCOPE_ALL, 0);
+    cr_assert_eq(token_put(&c, &t), 0);
+    cr_assert_eq(token_list(&c, 1, &r), 0);
+    cr_assert_eq(r.ntokens, 1);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, session_put_get_del_and_expiry)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t now = hk_wall_us();
+    struct hk_session_rec live = session_rec(1, "admin", HK_SCOPE_READ | HK_SCOPE_DELETE,
+                                             now + 3600000000);
+    cr_assert_eq(session_put(&c, &live), 0);
+    struct hk_session_rec dup = session_rec(1, "other", HK_SCOPE_ALL, now + 7200000000);
+    cr_assert_eq(session_put(&c, &dup), HK_ECONFLICT);
+    struct hk_session_rec got;
+    cr_assert_eq(session_get(&c, 1, &got), 0);
+    assert_session_eq(&got, &live);   /* the first one's */
+    cr_assert_eq(session_get(&c, 2, &got), HK_ENOTFOUND);
+
+    /* Expired: not found, though still in the table until swept. */
+    struct hk_session_rec brief = session_rec(2, "admin", HK_SCOPE_READ, hk_wall_us() + 400000);
+    cr_assert_eq(session_put(&c, &brief), 0);
+    cr_assert_eq(session_get(&c, 2, &got), 0);
+    usleep(500000);
+    cr_assert_eq(session_get(&c, 2, &got), HK_ENOTFOUND, "an expired session is not found");
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions"), 2);
+    cr_assert_eq(session_del(&c, 2), HK_ENOTFOUND, "deleting an expired session: not found");
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions"), 1, "but deleted all the same");
+
+    cr_assert_eq(session_del(&c, 1), 0);
+    cr_assert_eq(session_del(&c, 1), HK_ENOTFOUND);
+    cr_assert_eq(session_get(&c, 1, &got), HK_ENOTFOUND);
+    cr_assert_eq(session_del(&c, 3), HK_ENOTFOUND);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions"), 0);
+    rm_dir(&c);
+}
+
+/* Each SESSION_PUT first deletes at most HK_STORE_SWEEP_MAX expired
+ * sessions, the longest expired first; live ones stay. */
+Test(store_sqlite, session_put_sweeps_expired_a_few_at_a_time)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    ctx_close(&c);
+    /* 40 sessions that expired long ago (expires_us 1 to 40), 2 live. */
+    sql_exec(c.path, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40)"
+                     " INSERT INTO sessions(hash, subject, scopes, csrf_hash, expires_us)"
+                     " SELECT randomblob(32), 'old', 1, randomblob(32), i FROM n;"
+                     "INSERT INTO sessions(hash, subject, scopes, csrf_hash, expires_us)"
+                     " VALUES(randomblob(32), 'live', 1, randomblob(32), 9000000000000000),"
+                     " (randomblob(32), 'live', 1, randomblob(32), 9000000000000001);");
+    ctx_open(&c, false);
+    int64_t later = hk_wall_us() + 3600000000;
+    int64_t left = 40;
+    for (unsigned k = 0; k < 4; k++) {
+        struct hk_session_rec s = session_rec(100 + k, "new", HK_SCOPE_READ, later);
+        cr_assert_eq(session_put(&c, &s), 0);
+        left = left > HK_STORE_SWEEP_MAX ? left - HK_STORE_SWEEP_MAX : 0;
+        cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions WHERE subject = 'old'"), left,
+                     "after put %u", k);
+        if (left > 0)
+            cr_assert_eq(sql_int(c.path, "SELECT min(expires_us) FROM sessions WHERE subject = 'old'"),
+                         40 - left + 1, "the longest expired go first");
+    }
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions WHERE subject = 'live'"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions WHERE subject = 'new'"), 4);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* Far times and zero bytes in hashes come back exactly. */
+Test(store_sqlite, credential_values_round_trip_exactly)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    struct hk_token_rec t = token_rec("far", 0, HK_SCOPE_ADMIN, HK_STORE_TIME_MAX);
+    memset(t.hash, 0, 32);
+    t.created_us = 1;
+    cr_assert_eq(token_put(&c, &t), 0);
+    struct hk_token_rec got;
+    memset(&got, 0xff, sizeof got);
+    struct hk_store_op op;
+    struct cred r;
+    cred_op(&op, &r, HK_OP_TOKEN_GET);
+    memset(got.hash, 0, 32);
+    op.token = &got;
+    cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+    cr_assert_eq(r.status, 0);
+    assert_token_eq(&got, &t);
+    struct hk_session_rec s = session_rec(5, "far", HK_SCOPE_READ, HK_STORE_TIME_MAX);
+    cr_assert_eq(session_put(&c, &s), 0);
+    struct hk_session_rec gs;
+    cr_assert_eq(session_get(&c, 5, &gs), 0);
+    cr_assert_eq(gs.expires_us, HK_STORE_TIME_MAX);
     ctx_close(&c);
     rm_dir(&c);
 }

@@ -89,13 +89,18 @@ run_tests() {
     env "$@" meson test -C "$dir" --no-rebuild --print-errorlogs \
         "${suite_args[@]}" || test_rc=$?
 }
-# The integ-pg suite runs against a throwaway PostgreSQL cluster, torn down
-# however this script ends.
+# The integ-pg suite runs against a throwaway PostgreSQL cluster, and the
+# Redis tests against a throwaway Redis, both torn down however this script
+# ends.
+redis_dir=
 pg_dir=$(bash scripts/pg.sh start) || { echo "test.sh: cannot start PostgreSQL (scripts/pg.sh)" >&2; exit 1; }
-trap 'bash scripts/pg.sh stop "$pg_dir"' EXIT
+trap 'bash scripts/pg.sh stop "$pg_dir"; [ -z "$redis_dir" ] || bash scripts/redis.sh stop "$redis_dir"' EXIT
 trap 'exit 130' INT TERM HUP
 HOOKD_TEST_DATABASE_URL=$(bash scripts/pg.sh url "$pg_dir")
 export HOOKD_TEST_DATABASE_URL
+redis_dir=$(bash scripts/redis.sh start) || { echo "test.sh: cannot start Redis (scripts/redis.sh)" >&2; exit 1; }
+HOOKD_TEST_REDIS_URL=$(bash scripts/redis.sh url "$redis_dir")
+export HOOKD_TEST_REDIS_URL
 
 run_tests "$rel_dir"
 rel_rc=$test_rc
@@ -105,6 +110,7 @@ suite_args=(--suite fuzz)
 run_tests "$fuzz_dir" "${asan_env[@]}"
 fuzz_rc=$test_rc
 bash scripts/pg.sh stop "$pg_dir"
+bash scripts/redis.sh stop "$redis_dir"
 trap - EXIT INT TERM HUP
 
 exec "$py" - "release:$rel_dir:$rel_rc" "asan:$asan_dir:$asan_rc" "fuzz:$fuzz_dir:$fuzz_rc" <<'PY'

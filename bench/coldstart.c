@@ -12,6 +12,11 @@
  *       it ("started in 0.003874s") as "appStartMs"
  *   -f  right after the first 200, time one POST /api/webhooks and then one
  *       GET /api/webhooks, each on a fresh connection ("firstPostMs", "firstGetMs")
+ *   -a TOKEN  right after the first 200 (and -f's requests), make a session
+ *       with the API token (POST /api/sessions, "sessionMs") and time two
+ *       GET /api/webhooks?limit=20 with it (Authorization: Bearer hks_...),
+ *       each on a fresh connection ("firstAuthGetMs", "secondAuthGetMs"),
+ *       and the time from exec to the first one's end ("execToFirstAuthGetMs")
  *
  * Each run starts the command afresh (SIGTERM, then SIGKILL after 5 s).
  * Between refused probes the poller pauses pause_us (default 100 us). */
@@ -122,6 +127,68 @@ static double request(int port, const char *method, const char *path, const char
 out:
     close(fd);
     return ms;
+}
+
+/* Like request(), with an extra header line (`header`, without CRLF; may be
+ * NULL) and the whole response kept in out (NUL-terminated, cut at outn). */
+static double request_h(int port, const char *method, const char *path, const char *header, const char *body,
+                        int *status, char *out, size_t outn)
+{
+    char req[1024];
+    *status = -1;
+    if (outn)
+        out[0] = 0;
+    double t0 = now_ms();
+    int fd = dial(port);
+    if (fd < 0)
+        return -1;
+    char content[96] = "";
+    if (body)
+        snprintf(content, sizeof content, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+                 strlen(body));
+    else if (strcmp(method, "GET") != 0)
+        snprintf(content, sizeof content, "Content-Length: 0\r\n");
+    int n = snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s%s%s\r\n%s",
+                     method, path, header ? header : "", header ? "\r\n" : "", content, body ? body : "");
+    double ms = -1;
+    size_t got = 0;
+    if (n <= 0 || (size_t)n >= sizeof req || write(fd, req, (size_t)n) != n)
+        goto out;
+    ssize_t r;
+    char buf[16384];
+    while ((r = read(fd, buf, sizeof buf)) > 0) {
+        size_t k = (size_t)r;
+        if (got + k + 1 > outn)
+            k = outn > got + 1 ? outn - got - 1 : 0;
+        memcpy(out + got, buf, k);
+        got += k;
+        out[got] = 0;
+    }
+    if (r == 0 && got) {
+        ms = now_ms() - t0;
+        *status = status_of(out, (ssize_t)got);
+    }
+out:
+    close(fd);
+    return ms;
+}
+
+/* The string value of "key" in a flat JSON object (no escapes expected),
+ * into out; 0, or -1 when absent. */
+static int json_field(const char *text, const char *key, char *out, size_t outn)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(text, pat);
+    if (!p)
+        return -1;
+    p += strlen(pat);
+    const char *e = strchr(p, '"');
+    if (!e || (size_t)(e - p) >= outn)
+        return -1;
+    memcpy(out, p, (size_t)(e - p));
+    out[e - p] = 0;
+    return 0;
 }
 
 /* Sum a field of /proc/PID/smaps_rollup or /proc/PID/status (kB). */
@@ -239,6 +306,7 @@ int main(int argc, char **argv)
     int port = 8080, runs = 1, settle_ms = 1000, pause_us = 100, server_cpu = -1, timeout_ms = 30000;
     int capture = 0, first_req = 0;
     const char *path = "/q/health/ready";
+    const char *api_token = NULL;
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "-o") == 0) {
@@ -265,10 +333,12 @@ int main(int argc, char **argv)
             server_cpu = atoi(argv[++i]);
         else if (strcmp(argv[i], "-t") == 0)
             timeout_ms = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-a") == 0)
+            api_token = argv[++i];
     }
     if (i >= argc - 1) {
         fprintf(stderr, "usage: coldstart [-p port] [-u path] [-n runs] [-s settle_ms] [-i pause_us] [-c server_cpu]"
-                        " [-t timeout_ms] [-o] [-f] -- cmd args...\n");
+                        " [-t timeout_ms] [-o] [-f] [-a api_token] -- cmd args...\n");
         return 2;
     }
     char **cmd = argv + i + 1;
@@ -371,6 +441,21 @@ int main(int argc, char **argv)
                               &post_st);
             get_ms = request(port, "GET", "/api/webhooks", NULL, &get_st);
         }
+        double sess_ms = -1, auth1_ms = -1, auth2_ms = -1, exec_auth_ms = -1;
+        int sess_st = -1, auth1_st = -1, auth2_st = -1;
+        if (api_token) {
+            static char resp[65536];
+            char hdr[256], tok[128];
+            snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", api_token);
+            sess_ms = request_h(port, "POST", "/api/sessions", hdr, NULL, &sess_st, resp, sizeof resp);
+            const char *body = strstr(resp, "\r\n\r\n");
+            if (sess_st == 201 && body && json_field(body, "token", tok, sizeof tok) == 0) {
+                snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", tok);
+                auth1_ms = request_h(port, "GET", "/api/webhooks?limit=20", hdr, NULL, &auth1_st, resp, sizeof resp);
+                exec_auth_ms = auth1_ms < 0 ? -1 : now_ms() - t0;
+                auth2_ms = request_h(port, "GET", "/api/webhooks?limit=20", hdr, NULL, &auth2_st, resp, sizeof resp);
+            }
+        }
         double settle_until = now_ms() + settle_ms;
         outcap_pump(&oc, settle_ms);
         double left = settle_until - now_ms();
@@ -396,6 +481,15 @@ int main(int argc, char **argv)
             printf(",\"firstPostStatus\":%d", post_st);
             json_num(stdout, "firstGetMs", get_ms);
             printf(",\"firstGetStatus\":%d", get_st);
+        }
+        if (api_token) {
+            json_num(stdout, "sessionMs", sess_ms);
+            printf(",\"sessionStatus\":%d", sess_st);
+            json_num(stdout, "firstAuthGetMs", auth1_ms);
+            printf(",\"firstAuthGetStatus\":%d", auth1_st);
+            json_num(stdout, "secondAuthGetMs", auth2_ms);
+            printf(",\"secondAuthGetStatus\":%d", auth2_st);
+            json_num(stdout, "execToFirstAuthGetMs", exec_auth_ms);
         }
         double tk = now_ms();
         kill(pid, SIGTERM);

@@ -19,7 +19,7 @@ import traceback
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from hkbench import builds, jsonout, measure, pg, procs, report, system, targets  # noqa: E402
+from hkbench import auth, builds, jsonout, measure, pg, procs, report, system, targets  # noqa: E402
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -66,6 +66,13 @@ def args_parser():
     a.add_argument("--no-drop-caches", action="store_true", help="do not try to drop the page cache")
     a.add_argument("--no-images", action="store_true", help="do not build images (scripts/image.sh) or run podman")
     a.add_argument("--keep-work", action="store_true", help="keep the scratch directory (logs, databases)")
+    a.add_argument("--no-auth", action="store_true",
+                   help="leave out access control: exec to the first authenticated GET and the mix with "
+                        "sessions in Redis vs HOOKD_AUTH=off")
+    a.add_argument("--auth-variants", default="release,given",
+                   help="variants measured with access control on ('all' for every one)")
+    a.add_argument("--auth-connections", type=int, default=100,
+                   help="connections for the authenticated mix and its HOOKD_AUTH=off twin")
     return a
 
 
@@ -165,6 +172,7 @@ def main(argv=None):
     doc["notes"] = notes
     pg_log = os.path.join(work, "pg.log")
     cluster = pg.Cluster(a.src, pg_log)
+    redis = auth.Redis(a.src, os.path.join(work, "redis.log"))
     stores = [s for s in a.stores.split(",") if s]
     if a.smoke:
         stores = ["sqlite"]
@@ -185,6 +193,21 @@ def main(argv=None):
             if not ok:
                 skipped.append({"target": "postgresql", "reason": why})
                 print(f"bench: PostgreSQL parts skipped: {why}", file=sys.stderr)
+
+        # Redis, for the sessions of the access-control measurements.
+        auth_ctx = {"redis": None, "reason": "--no-auth"}
+        if not a.no_auth:
+            ok, why = redis.available()
+            if ok:
+                try:
+                    redis.start(cpus=db_cpus)
+                    auth_ctx = {"redis": redis, "reason": None}
+                except Exception as e:  # noqa: BLE001 - recorded, the run goes on
+                    ok, why = False, f"cannot start Redis: {e}"
+            if not ok:
+                auth_ctx = {"redis": None, "reason": why}
+                skipped.append({"target": "auth (sessions in Redis)", "reason": why})
+                print(f"bench: access-control parts skipped: {why}", file=sys.stderr)
 
         # Builds.
         variants = {}
@@ -255,7 +278,7 @@ def main(argv=None):
                     notes.append(note)
             print(f"bench: measuring {t.name} ...", file=sys.stderr, flush=True)
             try:
-                doc["targets"][t.name] = run_target(a, cfg, t, db, conns, profiles, duration)
+                doc["targets"][t.name] = run_target(a, cfg, t, db, conns, profiles, duration, auth_ctx)
             except Exception as e:  # noqa: BLE001
                 traceback.print_exc()
                 skipped.append({"target": t.name, "reason": f"{type(e).__name__}: {e}"[:1000]})
@@ -277,6 +300,10 @@ def main(argv=None):
             cluster.stop()
         except Exception as e:  # noqa: BLE001
             notes.append(f"stopping PostgreSQL: {e}")
+        try:
+            redis.stop()
+        except Exception as e:  # noqa: BLE001
+            notes.append(f"stopping Redis: {e}")
 
     doc["noisy"] = doc["noisy"] or any_noisy(doc)
     doc["ratios"] = report.ratios(doc)
@@ -352,7 +379,7 @@ def make_trainer(cfg, db, quick):
     return train
 
 
-def run_target(a, cfg, t, db, conns, profiles, duration):
+def run_target(a, cfg, t, db, conns, profiles, duration, auth_ctx=None):
     out = t.describe()
     if t.binary:
         out["binary"] = {k: v for k, v in t.binary.items() if k not in ("mesonOptions", "image")}
@@ -392,6 +419,16 @@ def run_target(a, cfg, t, db, conns, profiles, duration):
                                                                live_dur, db=tdb, label="live")}
     if not t.api:
         out["memory"]["peakRssMbAfterLoad"] = out["live"][str(a.live_connections)]["serverHwmMb"]
+    if t.kind == "hookd" and t.api and auth_ctx and not a.no_auth and (
+            a.auth_variants == "all" or t.variant in a.auth_variants.split(",")):
+        if auth_ctx["redis"] is None:
+            out["auth"] = {"status": "skipped", "reason": auth_ctx["reason"]}
+        else:
+            print(f"bench: measuring {t.name} with access control (sessions in Redis) ...", file=sys.stderr,
+                  flush=True)
+            out["auth"] = auth.measure_target(cfg, t, tdb, auth_ctx["redis"], a.auth_connections, duration)
+            if out["auth"]["status"] != "ok":
+                print(f"bench: {t.name} with access control: {out['auth']['reason']}", file=sys.stderr)
     return out
 
 

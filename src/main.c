@@ -294,6 +294,31 @@ static void announce(const struct hk_config *cfg, int port, const char *backend,
             capped ? ",\"maxConnectionsCapped\":\"file descriptor limit\"" : "");
 }
 
+/* `hookd token ...`: the configuration from the environment only (the
+ * verb's flags are its own), the store it names, the command. */
+static int token_main(int argc, char **argv)
+{
+    struct hk_config cfg;
+    char err[512];
+    char *none[] = {argv[0], NULL};
+    int rc = hk_config_load(&cfg, 1, none, err, sizeof err);
+    if (rc != HK_CONFIG_RUN) {
+        fprintf(stderr, "hookd: %s\n", err);
+        hk_config_free(&cfg);
+        return 2;
+    }
+    hk_log_set_level((enum hk_log_level)cfg.log_level);
+    struct hk_store *store = open_store(&cfg, err, sizeof err);
+    if (!store) {
+        hk_config_free(&cfg);
+        return 1;
+    }
+    rc = hk_api_token_cli(store, argc - 2, argv + 2);
+    store->vt->close(store);
+    hk_config_free(&cfg);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct hk_config cfg;
@@ -303,6 +328,8 @@ int main(int argc, char **argv)
     bool capped = false;
     if (argc > 1 && strcmp(argv[1], "manifest") == 0)
         return hk_manifest_main(argc - 1, argv + 1, stdout);
+    if (argc > 1 && strcmp(argv[1], "token") == 0)
+        return token_main(argc, argv);
     int rc = configure(&cfg, argc, argv, &capped);
     if (rc >= 0)
         goto out;
@@ -317,6 +344,11 @@ int main(int argc, char **argv)
         goto out;
     int port = 0;
     api = hk_api_new(&cfg, store, t_start);
+    if (hk_api_prepare(api, err, sizeof err) < 0) {
+        log_failure("cannot start", (const char *const[]){"error", err, NULL});
+        rc = 2;
+        goto out;
+    }
     if (hk_server_start(&server, &cfg, hk_api_app(api), &port, err, sizeof err) < 0) {
         log_failure("cannot start", (const char *const[]){"error", err, NULL});
         goto out;
@@ -327,6 +359,9 @@ int main(int argc, char **argv)
     watch_signals(loop, sig);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     announce(&cfg, port, store->vt->name, capped);
+    if (!cfg.auth_on)
+        hk_warn("access control is off (HOOKD_AUTH=off): anyone who reaches hookd can read and delete webhooks",
+                NULL);
     if (cfg.exit_idle_after_ms > 0)
         watch_idle(loop, cfg.exit_idle_after_ms);
     hk_server_run(server);

@@ -138,6 +138,18 @@ POINT_KEYS = {
 
 MIX_POINT_KEYS = dict(POINT_KEYS, **{"rpsEarly": "num?", "rpsLate": "num?", "perBucket": "list"})
 
+# A hookd target measured with access control on ("auth", status "ok").
+AUTH_KEYS = {
+    "sessions": "str",
+    "startup.firstAuthGetMs": "num",
+    "startup.secondAuthGetMs": "num",
+    "startup.execToFirstAuthGetMs": "num",
+    "startup.sessionCreateMs": "num",
+    "startup.runs": "list",
+    "load.connections": "num",
+    "load.rpsRatio": "num",
+}
+
 
 def _check(obj, spec, where, problems):
     for key, kind in spec.items():
@@ -156,6 +168,12 @@ def _check(obj, spec, where, problems):
         }[kind]
         if not ok:
             problems.append(f"{where}{key}: expected {kind}, got {type(v).__name__} {v!r:.60}")
+
+
+def _sub(d, *path):
+    for p in path:
+        d = d.get(p) if isinstance(d, dict) else None
+    return d if isinstance(d, dict) else {}
 
 
 def check_complete(doc):
@@ -179,6 +197,20 @@ def check_complete(doc):
             for k in ("readyMs", "rssKb", "ussKb", "pssKb"):
                 if not is_number(r.get(k)):
                     problems.append(f"{where}startup.runs[{r.get('run')}].{k}: not a number")
+        au = t.get("auth")
+        if au is not None:
+            # Optional (Redis may be missing: then "skipped" with a reason),
+            # but a measurement that failed, or lacks a figure, is a problem.
+            if not isinstance(au, dict):
+                problems.append(f"{where}auth: expected dict")
+            elif au.get("status") == "ok":
+                _check(au, AUTH_KEYS, f"{where}auth.", problems)
+                for side in ("off", "on"):
+                    _check(_sub(au, "load", side), MIX_POINT_KEYS, f"{where}auth.load.{side}.", problems)
+            elif au.get("status") == "skipped" and isinstance(au.get("reason"), str):
+                pass
+            else:
+                problems.append(f"{where}auth: {au.get('status')}: {str(au.get('reason'))[:200]}")
     if not any(t.get("kind") == "hookd" for t in (doc.get("targets") or {}).values()):
         problems.append("targets: no hookd target ran")
     return problems

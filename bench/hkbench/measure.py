@@ -149,18 +149,27 @@ def _proc_kb(pid, field):
     return parse.parse_kb_fields(system.read(f"/proc/{pid}/status", "")).get(field)
 
 
-def load_point(cfg, target, script, path, conns, duration, db=None, args=(), env_extra=None, label=""):
+def load_point(cfg, target, script, path, conns, duration, db=None, args=(), env_extra=None, label="",
+               pre_start=None, post_ready=None, extra_pids=None):
     """One wrk run of `duration` s at `conns` connections on a freshly
-    started server with an empty store. Returns the point's figures."""
+    started server with an empty store. Returns the point's figures.
+    pre_start(cmd, env, tmp) runs on the empty store before the server
+    starts; post_ready(port) once it answers, returning more script
+    arguments; extra_pids() -> {name: [pid...]}: other processes the run
+    uses (Redis), whose CPU is theirs, not foreign."""
     port = system.free_port()
     tmp, cmd, env = _render(cfg, target, port, db)
     env.update(env_extra or {})
     if target.fresh_store:
         target.fresh_store(tmp, env, db)
+    if pre_start:
+        pre_start(cmd, env, target.cwd or tmp)
     log = os.path.join(cfg.work, f"{target.name}.server.log")
     server = procs.start(cmd, env=env, cwd=target.cwd or tmp, log=log, cpus=cfg.server_cpus)
     try:
         procs.wait_ready(server, port, target.health, timeout=30)
+        if post_ready:
+            args = tuple(args) + tuple(post_ready(port))
         q = quiet_check(cfg, f"{target.name} {label} c={conns}")
         rss_before = _proc_kb(server.pid, "VmRSS")
         # "mix": the script picks every request's path itself.
@@ -169,7 +178,8 @@ def load_point(cfg, target, script, path, conns, duration, db=None, args=(), env
                "--timeout", cfg.wrk_timeout, "--latency", "-s", os.path.join(cfg.bench_dir, "wrk", script), url]
         if args:
             wrk += ["--"] + [str(a) for a in args]
-        pids = lambda: {"server": [server.pid], "db": db.pids() if db else []}
+        pids = lambda: dict({"server": [server.pid], "db": db.pids() if db else []},
+                            **(extra_pids() if extra_pids else {}))
         meter = system.CpuMeter(pids).start()
         r = procs.run(wrk, timeout=duration + 60, cpus=cfg.load_cpus)
         m = meter.stop()
@@ -211,6 +221,9 @@ def load_point(cfg, target, script, path, conns, duration, db=None, args=(), env
     if db:
         p["dbCpuS"] = m["procCpuS"].get("db", 0.0)
         p["dbCpuUsPerRequest"] = p["dbCpuS"] / n * 1e6
+    for name in (extra_pids() if extra_pids else {}):
+        p[f"{name}CpuS"] = m["procCpuS"].get(name, 0.0)
+        p[f"{name}CpuUsPerRequest"] = p[f"{name}CpuS"] / n * 1e6
     p.update(q)
     if m["foreignCpuPct"] > cfg.noise_pct * 2:
         p["noisy"] = True

@@ -73,6 +73,12 @@ def goals(doc):
     errs = None if pg500 is None else pg500.get("non2xx", 0) + pg500.get("socketErrorsTotal", 0)
     add("mix paged PostgreSQL c=500, errors + non-2xx", errs, 0)
     add("mix paged PostgreSQL c=100, server CPU per request (us)", _get(pg100, "serverCpuUsPerRequest"), 20.0)
+    # Access control, sessions in Redis (the SQLite target's figures).
+    au = _get(sq, "auth") if _get(sq, "auth", "status") == "ok" else {}
+    add("first GET with a session (Redis) after start, median (ms)", _get(au, "startup", "firstAuthGetMs"), 2.0)
+    add("second GET with that session, median (ms)", _get(au, "startup", "secondAuthGetMs"), 0.5)
+    add("mix c=100 with sessions in Redis / HOOKD_AUTH=off (req/s)",
+        _get(au, "load", "rpsRatio"), 0.85, "higher")
     return out
 
 
@@ -107,8 +113,47 @@ def ratios(doc):
                 "mixRps": _div(_get(t, "wrk", "rps"), _get(base, "wrk", "rps")),
                 "binarySize": _div(_get(t, "binary", "sizeBytes"), _get(base, "binary", "sizeBytes")),
             }
+    for name, t in T.items():
+        if _get(t, "auth", "status") == "ok":
+            r.setdefault("authVsOff", {})[name] = _get(t, "auth", "load", "rpsRatio")
     r["goals"] = goals(doc)
     return r
+
+
+def auth_lines(doc):
+    """The access-control section of the summary: one row per target that
+    was measured with sessions in Redis, and why the others were not."""
+    rows, other = [], []
+    for name, t in doc.get("targets", {}).items():
+        au = t.get("auth")
+        if not isinstance(au, dict):
+            continue
+        if au.get("status") != "ok":
+            other.append(f"  {name}: {au.get('status')}: {str(au.get('reason', ''))[:140]}")
+            continue
+        st, ld = au.get("startup", {}), au.get("load", {})
+        on, off = ld.get("on", {}), ld.get("off", {})
+        rows.append([name, _f(st.get("firstAuthGetMs"), "{:.3f}"), _f(st.get("secondAuthGetMs"), "{:.3f}"),
+                     _f(st.get("execToFirstAuthGetMs"), "{:.2f}"), _f(st.get("sessionCreateMs"), "{:.3f}"),
+                     _f(off.get("rps"), "{:.0f}"), _f(on.get("rps"), "{:.0f}"), _f(ld.get("rpsRatio"), "{:.3f}"),
+                     _f(on.get("p99Ms"), "{:.2f}"), str(on.get("non2xx", "-")),
+                     _f(on.get("redisCpuUsPerRequest"), "{:.1f}")])
+    if not rows and not other:
+        return []
+    conns = next((_get(t, "auth", "load", "connections") for t in doc.get("targets", {}).values()
+                  if _get(t, "auth", "load", "connections")), 100)
+    lines = ["", "access control, sessions in Redis: the 1st and 2nd GET /api/webhooks?limit=20 with a new session "
+                 "(fresh connections, medians over the starts);",
+             f"the paged mix at {conns} connections with every GET carrying the session, vs HOOKD_AUTH=off:"]
+    if rows:
+        cols = ["target", "1st GET ms", "2nd GET ms", "exec->1st ms", "session ms", "rps off", "rps on",
+                "on/off", "p99 on", "non2xx on", "redis us/req"]
+        widths = [max(len(str(x)) for x in col) for col in zip(cols, *rows)]
+        lines.append("  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths))))
+        for row in rows:
+            lines.append("  " + "  ".join(str(x).rjust(w) if i else str(x).ljust(w)
+                                          for i, (x, w) in enumerate(zip(row, widths))))
+    return lines + other
 
 
 def _f(v, fmt="{:.1f}"):
@@ -169,6 +214,7 @@ def summary(doc):
                 lines.append(f"  {n:32} first {c['coldStartMs']:.1f} ms, median {c['medianMs']:.1f} ms")
             else:
                 lines.append(f"  {n:32} {c.get('status')}: {str(c.get('reason', ''))[:120]}")
+    lines += auth_lines(doc)
     dbc = doc.get("ceilings", {}).get("database", {})
     lines.append("")
     if dbc.get("status") == "ok":

@@ -61,7 +61,8 @@ class Target:
 
 
 def hookd(variant, store, binpath, binary_info, database_url=None, pool=None):
-    env = {"HOOKD_HOST": "127.0.0.1", "HOOKD_LOG_LEVEL": "info"}
+    # The reference's mix reads without credentials: the open API (HOOKD_AUTH=off).
+    env = {"HOOKD_HOST": "127.0.0.1", "HOOKD_LOG_LEVEL": "info", "HOOKD_AUTH": "off"}
     if store == "sqlite":
         env["HOOKD_SQLITE_PATH"] = "{tmp}/hookd.db"
     else:

@@ -11,7 +11,7 @@ DUR=${2:-10}
 PORT=${PORT:-18092}
 dir=$(mktemp -d)
 cc -O2 -D_GNU_SOURCE -pthread -o "$dir/scraper" bench/obs/scraper.c
-PORT=$PORT HOOKD_HOST=127.0.0.1 HOOKD_THREADS=1 HOOKD_SQLITE_PATH="$dir/hookd.db" \
+PORT=$PORT HOOKD_AUTH=off HOOKD_HOST=127.0.0.1 HOOKD_THREADS=1 HOOKD_SQLITE_PATH="$dir/hookd.db" \
     taskset -c 0 "$BIN" >"$dir/out" 2>"$dir/err" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT

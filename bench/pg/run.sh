@@ -32,7 +32,7 @@ db=${url%/postgres}/bench
 load() { echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 start_hookd() {
-    HOOKD_THREADS=1 PORT=$port DATABASE_URL=$db taskset -c 0 "$hookd" >/dev/null 2>"$log" &
+    HOOKD_AUTH=off HOOKD_THREADS=1 PORT=$port DATABASE_URL=$db taskset -c 0 "$hookd" >/dev/null 2>"$log" &
     hk=$!
     for _ in $(seq 100); do
         curl -sf "http://127.0.0.1:$port/q/health/ready" >/dev/null && return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Smoke run of the benchmark harness (suite integ): one target (the hookd
-in $HOOKD_BIN, SQLite), a few seconds, into a temporary directory; passes
+in $HOOKD_BIN, SQLite; with access control and sessions in a Redis of its
+own when redis-server is installed), a few seconds, into a temporary directory; passes
 when the JSON it writes is complete (every expected key, numbers are
 numbers). No figure is compared with a time. Skips (77) without wrk."""
 import glob

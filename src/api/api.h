@@ -19,8 +19,17 @@ struct hk_store;
 struct hk_api *hk_api_new(const struct hk_config *cfg, struct hk_store *store, uint64_t start_ns);
 /* Its hooks, for hk_server_start or hk_worker_init; valid until hk_api_free. */
 const struct hk_app *hk_api_app(struct hk_api *a);
+/* What access control needs before the first request: Redis checked
+ * (HOOKD_REDIS_URL: a wrong password fails here), the tokens file read,
+ * and on the first start with nothing configured an admin token made and
+ * shown once on stderr. Returns 0, or -1 with one line in err. */
+int hk_api_prepare(struct hk_api *a, char *err, size_t errlen);
 /* After every loop that used it has stopped. */
 void hk_api_free(struct hk_api *a);
+
+/* `hookd token create|list|revoke ...` (argv from the verb on) on `store`.
+ * Returns the exit status. */
+int hk_api_token_cli(struct hk_store *store, int argc, char **argv);
 
 /* Read what /api/system/info reports that never changes (uname, memory
  * limit, CPUs). Idempotent and thread-safe; runs on first use if not called. */

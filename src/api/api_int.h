@@ -6,11 +6,13 @@
 #define HK_API_INT_H
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <uv.h>
 
 #include "api/api.h"
 #include "core/config.h"
+#include "core/credential.h"
 #include "http/resp.h"
 #include "http/route.h"
 #include "http/server.h"
@@ -19,21 +21,62 @@
 #include "obs/obs.h"
 #include "store/store.h"
 
+/* What a route needs (hk_route.need): scope bits (core/credential.h), or
+ * one of the kinds of credential below. 0: open to anyone. */
+enum {
+    HK_NEED_OPEN = 0,
+    HK_NEED_READ = HK_SCOPE_READ,
+    HK_NEED_DELETE = HK_SCOPE_DELETE,
+    HK_NEED_ADMIN = HK_SCOPE_ADMIN,
+    HK_NEED_SCOPES = HK_SCOPE_ALL,
+    HK_NEED_API_TOKEN = 0x100,  /* an API token of any scope (not a session) */
+    HK_NEED_SESSION = 0x200,    /* a session (header or cookie) */
+    HK_NEED_METRICS = 0x400,    /* HOOKD_METRICS_TOKEN, when set */
+};
+
 /* The process-wide application (hk_api_new). */
 struct hk_api {
     struct hk_app app;         /* first: the transport's view of it */
     const struct hk_config *cfg;
     struct hk_store *store;
     uint64_t start_ns;
+    /* HOOKD_API_TOKENS_FILE, read once at start; read-only afterwards. */
+    struct hk_token_rec *file_tokens;
+    size_t nfile_tokens;
+    struct hk_redis_cfg *redis; /* NULL: sessions in the store */
+    /* Failed credentials per client address, for every loop together: a
+     * client's connections land on any loop. The lock is held for a table
+     * probe, never across I/O. */
+    struct hk_limiter *limiter;
+    pthread_mutex_t limiter_mu;
 };
 
 /* One loop's application state, made on that loop's thread. */
+struct hk_limiter;
+struct hk_redis;
+struct hk_redis_cfg;
+
 struct hk_api_loop {
     struct hk_api *api;
     struct hk_worker *w;
     struct hk_store_loop *sl;  /* NULL once detached */
     struct hk_obs *obs;
+    struct hk_redis *redis;     /* sessions, when configured */
     bool bench_running;        /* one CPU benchmark at a time per loop */
+};
+
+/* A request's credential while the gate checks it, and what it proved. */
+struct hk_api_auth {
+    unsigned need;             /* the route's HK_NEED_* */
+    int kind;                  /* enum hk_token_kind */
+    bool via_cookie;
+    uint8_t hash[32];          /* SHA-256 of the presented token */
+    unsigned scopes;           /* once admitted */
+    char subject[HK_TOKEN_NAME_MAX + 1];
+    struct hk_token_rec token; /* store lookups fill these */
+    struct hk_session_rec session;
+    char new_token[64];        /* POST /api/sessions: what it hands out */
+    char new_csrf[64];
 };
 
 /* A CPU benchmark run (api/system.c): the thread-pool job and its results. */
@@ -56,6 +99,7 @@ struct hk_api_req {
     bool win_used;
     bool first_row;            /* list: no comma before the next row */
     char scratch[2048];        /* decoded query values */
+    struct hk_api_auth auth;
     struct hk_bench bench;
 };
 
@@ -78,6 +122,10 @@ static inline const struct hk_config *api_cfg(struct hk_req *r)
  * problem document. Ends the request. */
 void hk_api_refuse(struct hk_req *r, enum hk_reject why, int status, const char *detail_fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Check the request's credential against `need` (HK_NEED_*), then run the
+ * route's handler, or answer 401/403/429/503 (api/auth.c). */
+void hk_api_gate(struct hk_req *r, unsigned need);
 
 /* Time a store op: begin before submit or list_next, end in on_done (or
  * when submit itself failed, with its error). */
@@ -103,5 +151,7 @@ void hk_api_health_ready(struct hk_req *r);
 void hk_api_health_started(struct hk_req *r);
 void hk_api_metrics(struct hk_req *r);
 void hk_api_openapi(struct hk_req *r);
+void hk_api_session_create(struct hk_req *r);
+void hk_api_session_delete(struct hk_req *r);
 
 #endif

@@ -10,7 +10,9 @@
 
 #include "api/api_int.h"
 #include "core/ascii.h"
+#include "auth/limiter.h"
 #include "core/clock.h"
+#include "redis/redis.h"
 
 static int loop_start(void *arg, struct hk_worker *w, void **out)
 {
@@ -26,6 +28,8 @@ static int loop_start(void *arg, struct hk_worker *w, void **out)
         return rc;
     }
     L->obs = hk_obs_new(&w->loop, (unsigned)a->cfg->metrics_top_sources, a->cfg->access_log);
+    if (a->redis)
+        L->redis = hk_redis_attach(&w->loop, a->redis);
     *out = L;
     return 0;
 }
@@ -36,6 +40,9 @@ static void loop_stop(void *data)
     if (L->sl)
         L->api->store->vt->loop_detach(L->sl);
     L->sl = NULL;
+    if (L->redis)
+        hk_redis_detach(L->redis);
+    L->redis = NULL;
     hk_obs_close(L->obs);
 }
 
@@ -78,7 +85,11 @@ static void on_request(struct hk_req *r)
     }
     q->param = m.param;
     q->param_len = m.param_len;
-    hk_api_routes[m.route].handler(r);
+    unsigned need = hk_api_routes[m.route].need;
+    if (need)
+        hk_api_gate(r, need);
+    else
+        hk_api_routes[m.route].handler(r);
 }
 
 static unsigned method_label(const struct hk_req *r, const struct hk_api_req *q)
@@ -153,6 +164,8 @@ struct hk_api *hk_api_new(const struct hk_config *cfg, struct hk_store *store, u
     a->cfg = cfg;
     a->store = store;
     a->start_ns = start_ns;
+    a->limiter = hk_limiter_new();
+    pthread_mutex_init(&a->limiter_mu, NULL);
     a->app = (struct hk_app){
         .arg = a,
         .req_size = sizeof(struct hk_api_req),
@@ -173,5 +186,13 @@ const struct hk_app *hk_api_app(struct hk_api *a)
 
 void hk_api_free(struct hk_api *a)
 {
+    if (a->file_tokens)
+        explicit_bzero(a->file_tokens, a->nfile_tokens * sizeof *a->file_tokens);
+    free(a->file_tokens);
+    if (a->redis)
+        hk_redis_cfg_free(a->redis);
+    hk_limiter_free(a->limiter);
+    pthread_mutex_destroy(&a->limiter_mu);
+    free(a->redis);
     free(a);
 }

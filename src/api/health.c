@@ -2,12 +2,16 @@
  * The health endpoints, in MicroProfile Health's shape: live (the loop
  * answers), ready (the store is usable), started. */
 #include "api/api_int.h"
+#include "redis/redis.h"
 
 static void health(struct hk_req *r, bool live, bool ready, bool started)
 {
     struct hk_api_loop *L = api_loop(r);
     bool store_up = L->sl && hk_store_health(L->sl) == 0;
-    bool up = !ready || store_up;
+    /* Sessions live in Redis when it is configured: requests that need one
+     * get 503 while it is down, so the pod is not ready either. */
+    bool redis_up = !L->redis || hk_redis_up(L->redis);
+    bool up = !ready || (store_up && redis_up);
     struct hk_buf *b = hk_resp_body(r);
     hk_buf_puts(b, up ? "{\"status\":\"UP\",\"checks\":[" : "{\"status\":\"DOWN\",\"checks\":[");
     const char *sep = "";
@@ -22,6 +26,9 @@ static void health(struct hk_req *r, bool live, bool ready, bool started)
         hk_buf_puts(b, "\",\"data\":{\"backend\":\"");
         hk_buf_puts(b, L->api->store->vt->name);
         hk_buf_puts(b, "\"}}");
+        if (L->redis)
+            hk_buf_puts(b, redis_up ? ",{\"name\":\"redis\",\"status\":\"UP\"}"
+                                    : ",{\"name\":\"redis\",\"status\":\"DOWN\"}");
         sep = ",";
     }
     if (started) {

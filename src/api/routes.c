@@ -6,21 +6,24 @@
 
 #include "api/api_int.h"
 
-/* Same templates adjacent, their methods in alphabetical order (Allow). */
+/* Same templates adjacent, their methods in alphabetical order (Allow).
+ * The last column is what a caller needs (api_int.h: HK_NEED_*). */
 const struct hk_route hk_api_routes[] = {
-    {HTTP_GET, "/api/webhooks", hk_api_webhook_list},
-    {HTTP_POST, "/api/webhooks", hk_api_webhook_create},
-    {HTTP_DELETE, "/api/webhooks/{id}", hk_api_webhook_delete},
-    {HTTP_GET, "/api/webhooks/{id}", hk_api_webhook_get},
-    {HTTP_GET, "/api/system/info", hk_api_system_info},
-    {HTTP_GET, "/api/system/benchmark", hk_api_system_benchmark},
-    {HTTP_GET, "/q/health", hk_api_health},
-    {HTTP_GET, "/q/health/live", hk_api_health_live},
-    {HTTP_GET, "/q/health/ready", hk_api_health_ready},
-    {HTTP_GET, "/q/health/started", hk_api_health_started},
-    {HTTP_GET, "/q/metrics", hk_api_metrics},
-    {HTTP_GET, "/metrics", hk_api_metrics},
-    {HTTP_GET, "/q/openapi", hk_api_openapi},
+    {HTTP_GET, "/api/webhooks", hk_api_webhook_list, HK_NEED_READ},
+    {HTTP_POST, "/api/webhooks", hk_api_webhook_create, HK_NEED_OPEN},   /* senders: signatures */
+    {HTTP_DELETE, "/api/webhooks/{id}", hk_api_webhook_delete, HK_NEED_DELETE},
+    {HTTP_GET, "/api/webhooks/{id}", hk_api_webhook_get, HK_NEED_READ},
+    {HTTP_POST, "/api/sessions", hk_api_session_create, HK_NEED_API_TOKEN},
+    {HTTP_DELETE, "/api/sessions/current", hk_api_session_delete, HK_NEED_SESSION},
+    {HTTP_GET, "/api/system/info", hk_api_system_info, HK_NEED_OPEN},
+    {HTTP_GET, "/api/system/benchmark", hk_api_system_benchmark, HK_NEED_OPEN},
+    {HTTP_GET, "/q/health", hk_api_health, HK_NEED_OPEN},
+    {HTTP_GET, "/q/health/live", hk_api_health_live, HK_NEED_OPEN},
+    {HTTP_GET, "/q/health/ready", hk_api_health_ready, HK_NEED_OPEN},
+    {HTTP_GET, "/q/health/started", hk_api_health_started, HK_NEED_OPEN},
+    {HTTP_GET, "/q/metrics", hk_api_metrics, HK_NEED_METRICS},
+    {HTTP_GET, "/metrics", hk_api_metrics, HK_NEED_METRICS},
+    {HTTP_GET, "/q/openapi", hk_api_openapi, HK_NEED_OPEN},
 };
 
 #define NROUTES ((int)(sizeof hk_api_routes / sizeof hk_api_routes[0]))

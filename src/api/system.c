@@ -91,9 +91,10 @@ void hk_api_system_info(struct hk_req *r)
     hk_buf_puts(b, ",\"osVersion\":");
     hk_buf_put_json_str(b, sys.os_version, strlen(sys.os_version));
     hk_buf_printf(b, ",\"uptimeMs\":%llu,\"rssMb\":%.1f,\"maxMemoryMb\":%.0f,\"availableProcessors\":%d,"
-                     "\"eventLoops\":%d,\"store\":\"%s\",\"processingMode\":\"event-loop\",\"timestamp\":\"",
+                     "\"eventLoops\":%d,\"store\":\"%s\",\"auth\":\"%s\",\"sessions\":\"%s\","
+                     "\"processingMode\":\"event-loop\",\"timestamp\":\"",
                   (unsigned long long)up_ms, rss_mb(), sys.max_memory_mb, sys.cpus, a->cfg->threads,
-                  a->store->vt->name);
+                  a->store->vt->name, a->cfg->auth_on ? "on" : "off", a->redis ? "redis" : "store");
     hk_buf_put_iso_us(b, hk_wall_us());
     hk_buf_puts(b, "\"}");
     hk_resp_send(r, 200, HK_CT_JSON);

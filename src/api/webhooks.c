@@ -8,6 +8,7 @@
 #include "api/api_int.h"
 #include "core/ascii.h"
 #include "core/hmac.h"
+#include "core/log.h"
 #include "core/utf8.h"
 #include "http/query.h"
 
@@ -200,10 +201,14 @@ static void delete_done(struct hk_store_op *op)
 {
     struct hk_req *r = op->data;
     hk_api_store_end(r, HK_OP_DELETE, op->status);
-    if (op->status < 0)
+    if (op->status < 0) {
         hk_resp_store_error(r, op->status);
-    else
-        hk_resp_send(r, 204, NULL);
+        return;
+    }
+    struct hk_api_req *q = api_req(r);
+    hk_log_req(HK_LOG_INFO, r->req_id, "audit", "\"action\":\"webhook.delete\",\"id\":%lld,\"subject\":\"%s\"",
+               (long long)op->id, q->auth.subject[0] ? q->auth.subject : "anonymous (HOOKD_AUTH=off)");
+    hk_resp_send(r, 204, NULL);
 }
 
 static void by_id(struct hk_req *r, enum hk_op_kind kind)

@@ -13,7 +13,7 @@
 #include "core/log.h"
 #include "hk_build.h"
 
-enum opt_type { T_STR, T_INT, T_U32, T_DURATION, T_SYNC, T_LOGLEVEL };
+enum opt_type { T_STR, T_INT, T_U32, T_DURATION, T_SYNC, T_LOGLEVEL, T_ONOFF };
 
 struct opt {
     const char *env;
@@ -70,6 +70,20 @@ static const struct opt opts[] = {
      "1: one JSON line per request on stderr"},
     {"HOOKD_METRICS_TOP_SOURCES", "metrics-top-sources", T_INT, OFF(metrics_top_sources), 0, 1000, "20",
      "sources labelled in hookd_webhooks_received_total (the rest: source=\"other\")"},
+    {"HOOKD_AUTH", "auth", T_ONOFF, OFF(auth_on), 0, 0, "on",
+     "on: reading and deleting stored data needs a token or session; off: open (a warning at start)"},
+    {"HOOKD_API_TOKENS_FILE", "api-tokens-file", T_STR, OFF(api_tokens_file), 0, 0, NULL,
+     "API tokens from a file (NAME SCOPES TOKEN per line; e.g. a mounted secret)"},
+    {"HOOKD_SESSION_TTL", "session-ttl", T_DURATION, OFF(session_ttl_ms), 1000, 2592000000, "1h",
+     "lifetime of a session made with POST /api/sessions"},
+    {"HOOKD_REDIS_URL", "redis-url", T_STR, OFF(redis_url), 0, 0, NULL,
+     "Redis for sessions: redis://[user:password@]host[:port][/db] or unix:///path"},
+    {"HOOKD_REDIS_URL_FILE", "redis-url-file", T_STR, OFF(redis_url_file), 0, 0, NULL,
+     "file holding HOOKD_REDIS_URL (read when that is unset)"},
+    {"HOOKD_REDIS_TIMEOUT", "redis-timeout", T_DURATION, OFF(redis_timeout_ms), 1, 60000, "1s",
+     "per Redis command (503 beyond)"},
+    {"HOOKD_METRICS_TOKEN", "metrics-token", T_STR, OFF(metrics_token), 0, 0, NULL,
+     "when set, GET /q/metrics needs Authorization: Bearer <this>"},
 };
 
 #define NOPTS (sizeof opts / sizeof opts[0])
@@ -202,6 +216,16 @@ static int set_opt(struct hk_config *c, const struct opt *o, const char *v, char
         *(uint64_t *)field = ms;
         return 0;
     }
+    case T_ONOFF:
+        if (strcmp(v, "on") == 0)
+            *(bool *)field = true;
+        else if (strcmp(v, "off") == 0)
+            *(bool *)field = false;
+        else {
+            snprintf(err, errlen, "invalid %s=\"%s\": expected on or off", o->env, v);
+            return -1;
+        }
+        return 0;
     case T_SYNC:
         if (strcmp(v, "full") == 0)
             *(bool *)field = true;
@@ -277,14 +301,24 @@ static int read_secret_file(struct hk_config *c, char *err, size_t errlen)
     return read_value_file("HOOKD_WEBHOOK_SECRET_FILE", path, &c->webhook_secret, err, errlen);
 }
 
-/* DATABASE_URL_FILE: the URL (password included) from a file, such as a
- * Kubernetes secret. DATABASE_URL wins when both are set. */
-static int read_database_url_file(struct hk_config *c, char *err, size_t errlen)
+/* DATABASE_URL_FILE and HOOKD_REDIS_URL_FILE: the URL (password included)
+ * from a file, such as a Kubernetes secret; the variable itself wins when
+ * both are set. HOOKD_METRICS_TOKEN_FILE likewise. */
+static int read_url_files(struct hk_config *c, char *err, size_t errlen)
 {
     const char *path = c->database_url_file;
-    if (!path || !*path || (c->database_url && *c->database_url))
-        return 0;
-    return read_value_file("DATABASE_URL_FILE", path, &c->database_url, err, errlen);
+    if (path && *path && !(c->database_url && *c->database_url) &&
+        read_value_file("DATABASE_URL_FILE", path, &c->database_url, err, errlen) < 0)
+        return -1;
+    path = c->redis_url_file;
+    if (path && *path && !(c->redis_url && *c->redis_url) &&
+        read_value_file("HOOKD_REDIS_URL_FILE", path, &c->redis_url, err, errlen) < 0)
+        return -1;
+    path = getenv("HOOKD_METRICS_TOKEN_FILE");
+    if (path && *path && !c->metrics_token &&
+        read_value_file("HOOKD_METRICS_TOKEN_FILE", path, &c->metrics_token, err, errlen) < 0)
+        return -1;
+    return 0;
 }
 
 /* LISTEN_PID, LISTEN_FDS and NOTIFY_SOCKET, copied: socket activation
@@ -367,18 +401,27 @@ int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t
         /* Everyone on the host can read a command line (ps, /proc). The
          * value is copied by now: blank it in argv, which shortens the
          * window, and let main warn once the log is set up. */
-        if (o->off == OFF(webhook_secret) || (o->off == OFF(database_url) && url_has_password(v))) {
+        if (o->off == OFF(webhook_secret) || o->off == OFF(metrics_token) ||
+            ((o->off == OFF(database_url) || o->off == OFF(redis_url)) && url_has_password(v))) {
             c->secret_flag = o->flag;
             memset((char *)v, '*', strlen(v));
         }
     }
-    if (read_secret_file(c, err, errlen) < 0 || read_database_url_file(c, err, errlen) < 0)
+    if (read_secret_file(c, err, errlen) < 0 || read_url_files(c, err, errlen) < 0)
         return HK_CONFIG_ERROR;
     if (c->webhook_secret)
         c->webhook_secret_len = strlen(c->webhook_secret);
     if (c->database_url && !*c->database_url) {
         free(c->database_url);
         c->database_url = NULL;
+    }
+    if (c->redis_url && !*c->redis_url) {
+        free(c->redis_url);
+        c->redis_url = NULL;
+    }
+    if (c->metrics_token && !*c->metrics_token) {
+        free(c->metrics_token);
+        c->metrics_token = NULL;
     }
     if (c->threads == 0)
         c->threads = hk_cpus_available();

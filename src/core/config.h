@@ -29,6 +29,13 @@ struct hk_config {
     uint64_t drain_timeout_ms;
     uint64_t exit_idle_after_ms;  /* 0: never exit for lack of connections */
     char *webhook_secret;      /* NULL: signatures not required */
+    bool auth_on;              /* HOOKD_AUTH: reads and deletes need a credential */
+    char *api_tokens_file;     /* NULL: tokens only from the store */
+    uint64_t session_ttl_ms;
+    char *redis_url;           /* NULL: sessions in the store */
+    char *redis_url_file;
+    uint64_t redis_timeout_ms; /* per Redis command */
+    char *metrics_token;       /* NULL: /q/metrics is open */
     /* The service manager's environment (systemd's protocol), read here
      * so that nothing else reads the environment: NULL when unset. */
     const char *listen_pid_env;    /* LISTEN_PID */

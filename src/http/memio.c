@@ -3,6 +3,8 @@
  * are deferred to the loop like a real write completion would be. */
 #include "http/memio.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 
 static void mem_flush(struct hk_session *s);
@@ -38,6 +40,8 @@ void hk_memio_init(struct hk_memio *m, struct hk_worker *w)
     uv_timer_init(&w->loop, &m->drain);
     m->drain.data = m;
     hk_session_init(&m->s, w, &mem_io, m);
+    struct sockaddr_in lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    hk_session_set_peer(&m->s, (struct sockaddr *)&lo);
     if (w->app->req_size) {
         m->app = calloc(1, w->app->req_size);
         if (!m->app)

@@ -22,6 +22,7 @@ const char *hk_status_reason(int status)
     case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
@@ -30,6 +31,7 @@ const char *hk_status_reason(int status)
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
     case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
@@ -171,6 +173,14 @@ void hk_resp_unavailable(struct hk_req *r, int status, const char *reason, unsig
     char v[16];
     int n = snprintf(v, sizeof v, "%u", retry_after_s);
     hk_resp_header(r, "Retry-After", v, (size_t)n);
+    va_list ap;
+    va_start(ap, detail_fmt);
+    problem(r, status, NULL, reason, 0, detail_fmt, ap);
+    va_end(ap);
+}
+
+void hk_resp_problem_reason(struct hk_req *r, int status, const char *reason, const char *detail_fmt, ...)
+{
     va_list ap;
     va_start(ap, detail_fmt);
     problem(r, status, NULL, reason, 0, detail_fmt, ap);

@@ -30,6 +30,11 @@ void hk_resp_problem(struct hk_req *r, int status, const char *title, const char
 /* Append ,"instance":"urn:request:<request id>" to a problem+json body
  * under construction (for handlers that build their own problem). */
 void hk_resp_put_instance(struct hk_req *r, struct hk_buf *b);
+/* A problem with an extra stable member "reason" (a snake_case token
+ * clients may branch on), for refusals that are not temporary (401, 403).
+ * Ends the request. */
+void hk_resp_problem_reason(struct hk_req *r, int status, const char *reason, const char *detail_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* A temporary, environmental failure (overload, a full disk, a store that is
  * down): `status` (503, or 507 for a full disk) with `Retry-After:
  * <retry_after_s>` and a problem whose extra member "reason" is `reason`, a

@@ -18,6 +18,7 @@ struct hk_route {
     uint8_t method;            /* llhttp_method_t */
     const char *tmpl;
     hk_handler handler;
+    unsigned need;             /* the application's: what a caller needs (api/: scopes) */
 };
 
 /* NONE: no route matches the path (404); UNROUTED: the request was

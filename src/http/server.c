@@ -441,7 +441,7 @@ static bool evict_idle(struct hk_worker *w)
     return false;
 }
 
-static void conn_new(struct hk_worker *w, int fd)
+static void conn_new(struct hk_worker *w, int fd, const struct sockaddr *peer)
 {
     /* The application's per-request block follows the connection. */
     size_t off = (sizeof(struct hk_conn) + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
@@ -466,6 +466,7 @@ static void conn_new(struct hk_worker *w, int fd)
     unsigned total = w->srv ? atomic_fetch_add(&w->srv->nconns, 1) + 1 : w->nconns;
     hk_ctr_add(&w->stats.accepted, 1);
     hk_session_init(&c->s, w, &tcp_io, c);
+    hk_session_set_peer(&c->s, peer);
     c->s.req.app = w->app->req_size ? (char *)c + off : NULL;
     if (total > w->cfg->max_connections && !evict_idle(w)) {
         hk_ctr_add(&w->stats.rejected, 1);
@@ -522,9 +523,11 @@ static void on_listen(uv_poll_t *h, int status, int events)
         return;
     }
     for (int i = 0; i < ACCEPT_BATCH && w->listening; i++) {
-        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(w->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            conn_new(w, fd);
+            conn_new(w, fd, (struct sockaddr *)&ss);
             continue;
         }
         int e = errno;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <strings.h>
 
 #include "core/ascii.h"
@@ -110,6 +111,9 @@ static enum hk_hdr classify(const char *name, size_t n)
         {"host", HK_H_HOST},
         {"x-request-id", HK_H_REQUEST_ID},
         {"accept", HK_H_ACCEPT},
+        {"authorization", HK_H_AUTHORIZATION},
+        {"cookie", HK_H_COOKIE},
+        {"x-csrf-token", HK_H_CSRF},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strlen(known[i].name) == n && strncasecmp(known[i].name, name, n) == 0)
@@ -303,6 +307,24 @@ static const llhttp_settings_t settings = {
     .on_message_complete = on_message_complete,
 };
 
+void hk_session_set_peer(struct hk_session *s, const struct sockaddr *sa)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    memset(s->peer, 0, sizeof s->peer);
+    s->peer_loopback = false;
+    if (sa && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+        memcpy(s->peer, mapped, 12);
+        memcpy(s->peer + 12, &a->sin_addr, 4);
+        s->peer_loopback = s->peer[12] == 127;
+    } else if (sa && sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+        memcpy(s->peer, &a->sin6_addr, 16);
+        s->peer_loopback = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+                           (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && s->peer[12] == 127);
+    }
+}
+
 void hk_session_init(struct hk_session *s, struct hk_worker *w, const struct hk_session_io *io,
                      void *io_data)
 {
@@ -425,6 +447,9 @@ static void dispatch(struct hk_session *s)
     r->idem_key = hdr_val(s, HK_H_IDEM_KEY, &r->idem_key_len);
     r->signature = hdr_val(s, HK_H_SIGNATURE, &r->signature_len);
     r->accept = hdr_val(s, HK_H_ACCEPT, &r->accept_len);
+    r->authorization = hdr_val(s, HK_H_AUTHORIZATION, &r->authorization_len);
+    r->cookie = hdr_val(s, HK_H_COOKIE, &r->cookie_len);
+    r->csrf = hdr_val(s, HK_H_CSRF, &r->csrf_len);
     r->body = &s->body;
     r->routed = true;
     s->w->app->request(r);

@@ -9,6 +9,7 @@
 #define HK_SESSION_H
 
 #include <llhttp.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -62,6 +63,12 @@ struct hk_req {
     size_t signature_len;
     const char *accept;        /* Accept, NUL-terminated, or NULL */
     size_t accept_len;
+    const char *authorization; /* Authorization, NUL-terminated, or NULL */
+    size_t authorization_len;
+    const char *cookie;        /* Cookie, NUL-terminated, or NULL */
+    size_t cookie_len;
+    const char *csrf;          /* X-CSRF-Token, NUL-terminated, or NULL */
+    size_t csrf_len;
     const struct hk_buf *body;
     uint64_t start_ns;
     /* Set by a handler that waits for hk_session_drained (streams). */
@@ -84,7 +91,7 @@ struct hk_req {
 /* Which interesting header a value belongs to (parse bookkeeping). */
 enum hk_hdr {
     HK_H_OTHER, HK_H_CONTENT_TYPE, HK_H_EXPECT, HK_H_IDEM_KEY, HK_H_SIGNATURE, HK_H_HOST, HK_H_REQUEST_ID,
-    HK_H_ACCEPT, HK_H__COUNT
+    HK_H_ACCEPT, HK_H_AUTHORIZATION, HK_H_COOKIE, HK_H_CSRF, HK_H__COUNT
 };
 
 struct hk_session {
@@ -124,10 +131,15 @@ struct hk_session {
     bool draining_server;      /* the server is shutting down: answer with close */
     bool expect_continue;
     bool value_cut;            /* the last piece of a header value ended before the input did */
+    uint8_t peer[16];          /* the client's address, IPv6 or v4-mapped (transport sets it) */
+    bool peer_loopback;        /* 127.0.0.0/8 or ::1 */
     uint8_t crlf_pending;      /* CRLF bytes after chunk data still to check */
     uint64_t chunk_left;
     const char *cur_end;       /* end of the bytes being parsed */
 };
+
+/* The client's address as 16 bytes (v4-mapped for IPv4), for the transport. */
+void hk_session_set_peer(struct hk_session *s, const struct sockaddr *sa);
 
 /* Prepare `s` (zeroed memory, or a session released with hk_session_free). */
 void hk_session_init(struct hk_session *s, struct hk_worker *w, const struct hk_session_io *io,

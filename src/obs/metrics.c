@@ -34,6 +34,7 @@ struct source_copy {
 struct gather {
     uint64_t c[HK_C__COUNT];
     uint64_t rejected[HK_REJ__COUNT];
+    uint64_t auth[HK_AUTHR__COUNT];
     struct series_copy store[HK_STORE_OPS];
     uint64_t store_err[HK_STORE_OPS][HK_SERR__COUNT];
     struct series_copy *ser;
@@ -74,6 +75,8 @@ static void gather_one(struct hk_obs *o, void *arg)
     g->alog_dropped += hk_obs_access_log_dropped(o);
     for (int i = 0; i < HK_REJ__COUNT; i++)
         g->rejected[i] += hk_ctr_get(&o->rejected[i]);
+    for (int i = 0; i < HK_AUTHR__COUNT; i++)
+        g->auth[i] += hk_ctr_get(&o->auth[i]);
     for (int k = 0; k < HK_STORE_OPS; k++) {
         copy_hist(&g->store[k], &o->store[k]);
         for (int e = 0; e < HK_SERR__COUNT; e++)
@@ -514,6 +517,14 @@ void hk_metrics_render(struct hk_buf *b, const struct hk_metrics_in *in, struct 
         hk_buf_putc(b, '\n');
     }
     store_metrics(b, &g, in);
+    family(b, "hookd_auth_total", "counter", "Credentials checked, by result (requests that needed one).");
+    for (int i = 0; i < HK_AUTHR__COUNT; i++) {
+        hk_buf_puts(b, "hookd_auth_total{result=\"");
+        hk_buf_puts(b, hk_auth_result_names[i]);
+        hk_buf_puts(b, "\"} ");
+        hk_buf_put_u64(b, g.auth[i]);
+        hk_buf_putc(b, '\n');
+    }
 
     const struct hk_metrics_http *h = &in->http;
     uint64_t acc = h->accepted, closed = h->closed;

@@ -26,8 +26,15 @@ const char *const hk_reject_names[HK_REJ__COUNT] = {
     "validation", "invalid_json", "too_large", "headers_too_large", "unsupported_media_type",
     "unauthorized", "invalid_idempotency_key", "idempotency_conflict", "store_unavailable",
 };
+const char *const hk_auth_result_names[HK_AUTHR__COUNT] = {
+    "ok", "missing", "malformed", "unknown", "expired", "revoked", "insufficient_scope", "rate_limited",
+    "unavailable",
+};
 const char *const hk_store_err_names[HK_SERR__COUNT] = {"busy", "unavailable", "timeout", "failed"};
-const char *const hk_store_op_names[HK_STORE_OPS] = {"insert", "get", "delete", "list"};
+const char *const hk_store_op_names[HK_STORE_OPS] = {
+    "insert", "get", "delete", "list", "token_put", "token_get", "token_list", "token_revoke",
+    "session_put", "session_get", "session_delete",
+};
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct hk_obs *registry;
@@ -158,6 +165,12 @@ void hk_obs_request(struct hk_obs *o, const struct hk_obs_request *q)
     }
     if (o->alog)
         hk_access_log_request(o->alog, q, method_names[method]);
+}
+
+void hk_obs_auth(struct hk_obs *o, enum hk_obs_auth result)
+{
+    if ((unsigned)result < HK_AUTHR__COUNT)
+        hk_ctr_add(&o->auth[result], 1);
 }
 
 void hk_obs_rejected(struct hk_obs *o, enum hk_reject why)

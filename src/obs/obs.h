@@ -62,9 +62,17 @@ extern const char *const hk_reject_names[HK_REJ__COUNT];
 enum hk_store_err { HK_SERR_BUSY, HK_SERR_UNAVAILABLE, HK_SERR_TIMEOUT, HK_SERR_FAILED, HK_SERR__COUNT };
 extern const char *const hk_store_err_names[HK_SERR__COUNT];
 /* Store operations, in the order of store.h's enum hk_op_kind: insert,
- * get, delete, list. */
-#define HK_STORE_OPS 4
+ * get, delete, list, then the credential ops. */
+#define HK_STORE_OPS 11
 extern const char *const hk_store_op_names[HK_STORE_OPS];
+
+/* hookd_auth_total{result}: how each check of a credential ended. */
+enum hk_obs_auth {
+    HK_AUTHR_OK, HK_AUTHR_MISSING, HK_AUTHR_MALFORMED, HK_AUTHR_UNKNOWN, HK_AUTHR_EXPIRED,
+    HK_AUTHR_REVOKED, HK_AUTHR_INSUFFICIENT_SCOPE, HK_AUTHR_RATE_LIMITED, HK_AUTHR_UNAVAILABLE,
+    HK_AUTHR__COUNT
+};
+extern const char *const hk_auth_result_names[HK_AUTHR__COUNT];
 
 /* The method label (4 bits of a series key). */
 enum hk_obs_method {
@@ -99,6 +107,7 @@ struct hk_source_slot {
 struct hk_obs {
     hk_ctr c[HK_C__COUNT];
     hk_ctr rejected[HK_REJ__COUNT];
+    hk_ctr auth[HK_AUTHR__COUNT];
     struct hk_hist store[HK_STORE_OPS];
     hk_ctr store_err[HK_STORE_OPS][HK_SERR__COUNT];
     struct hk_series series[HK_SERIES_MAX];
@@ -122,6 +131,8 @@ void hk_obs_free(struct hk_obs *o);
 
 /* A request is complete: its series, and its access-log line. */
 void hk_obs_request(struct hk_obs *o, const struct hk_obs_request *q);
+/* A credential checked, by result. */
+void hk_obs_auth(struct hk_obs *o, enum hk_obs_auth result);
 /* A webhook refused, by reason. */
 void hk_obs_rejected(struct hk_obs *o, enum hk_reject why);
 /* A webhook was stored (201): count it under its source. */

@@ -47,7 +47,7 @@ char *hk_pg_url_with_schema(const char *base, const char *schema);
  * it, so a loop over cases reports which case failed. "" clears it. */
 void hk_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Start hookd with PORT=0, HOOKD_HOST=127.0.0.1, HOOKD_THREADS=2 and
+/* Start hookd with PORT=0, HOOKD_HOST=127.0.0.1, HOOKD_THREADS=2, HOOKD_AUTH=off and
  * HOOKD_SQLITE_PATH=<dir>/hookd.db, overridden by `extra_env` (NULL or a
  * NULL-terminated list of "NAME=value"; a bare "NAME" removes the variable).
  * Waits up to 10 s for the ready line and fails the test (quoting stderr)
@@ -100,6 +100,12 @@ char *hk_read_all_fd(int fd, int timeout_ms, size_t *len);
 int hk_run(const char *const *extra_env, const char *const *args, int timeout_ms,
            char **out, char **err);
 
+/* hk_run on the server's store: its HOOKD_SQLITE_PATH (or the DATABASE_URL
+ * with its schema on PostgreSQL) and the rest of its extra environment,
+ * then `extra_env` (may be NULL). For `hookd token ...` while it runs. */
+int hk_server_run(const struct hk_server *s, const char *const *extra_env, const char *const *args,
+                  int timeout_ms, char **out, char **err);
+
 /* "http://127.0.0.1:<port><path>", printf-style path. The string lives in a
  * small per-thread ring of buffers: use it before calling hk_url 8 more times. */
 const char *hk_url(const struct hk_server *s, const char *path_fmt, ...)
@@ -117,6 +123,9 @@ struct hk_req {
     bool expect_100;              /* let curl send Expect: 100-continue */
     bool http10;                  /* send HTTP/1.0 */
     long timeout_ms;              /* 0: 10 s */
+    const char *source;           /* NULL: any; else the local IPv4 address to connect from,
+                                   * e.g. "127.0.0.2" (each of 127/8 is a distinct client
+                                   * address on loopback) */
 };
 
 struct hk_resp {
@@ -205,6 +214,9 @@ void hk_hub_signature(const char *key, const void *data, size_t n, char out[72])
 int hk_tcp_connect(const struct hk_server *s);
 /* Connect to 127.0.0.1:port; returns the fd or -errno. Never asserts. */
 int hk_tcp_try_connect(int port);
+/* hk_tcp_connect from the local address `source` (as hk_req.source; NULL:
+ * any); fails the test on error. */
+int hk_tcp_connect_from(const struct hk_server *s, const char *source);
 /* Send all of it (MSG_NOSIGNAL); returns 0 or -errno. */
 int hk_tcp_send(int fd, const void *p, size_t n);
 int hk_tcp_sends(int fd, const char *s);

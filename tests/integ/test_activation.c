@@ -102,6 +102,7 @@ static void spawn_activate(struct hk_server *s, const char *listen_addr, int fd)
     push_env(argv, &n, bufs, &nb, "HOOKD_EXIT_IDLE_AFTER=%s", idle);
     push_env(argv, &n, bufs, &nb, "HOOKD_SQLITE_PATH=%s", s->db_path);
     push_env(argv, &n, bufs, &nb, "HOOKD_THREADS=%s", "2");
+    push_env(argv, &n, bufs, &nb, "HOOKD_AUTH=%s", "off");   /* the test reads what it stored */
     static const char *const pass[] = {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", NULL};
     for (int i = 0; pass[i]; i++) {
         const char *v = getenv(pass[i]);

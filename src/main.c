@@ -313,7 +313,7 @@ static int token_main(int argc, char **argv)
         hk_config_free(&cfg);
         return 1;
     }
-    rc = hk_api_token_cli(store, argc - 2, argv + 2);
+    rc = hk_api_token_cli(&cfg, store, argc - 2, argv + 2);
     store->vt->close(store);
     hk_config_free(&cfg);
     return rc;

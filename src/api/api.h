@@ -29,7 +29,7 @@ void hk_api_free(struct hk_api *a);
 
 /* `hookd token create|list|revoke ...` (argv from the verb on) on `store`.
  * Returns the exit status. */
-int hk_api_token_cli(struct hk_store *store, int argc, char **argv);
+int hk_api_token_cli(const struct hk_config *cfg, struct hk_store *store, int argc, char **argv);
 
 /* Read what /api/system/info reports that never changes (uname, memory
  * limit, CPUs). Idempotent and thread-safe; runs on first use if not called. */

@@ -22,6 +22,7 @@
 #define SESSION_COOKIE "hookd_session"
 #define CSRF_COOKIE "hookd_csrf"
 #define REDIS_PREFIX "hookd:session:"
+#define HK_REDIS_SUBJECT_PREFIX "hookd:subject:"
 
 /* The process-wide limiter, under its lock. */
 static uint64_t lim_check(struct hk_req *r)
@@ -476,11 +477,31 @@ static void session_created(struct hk_req *r, int status)
     hk_resp_send(r, 201, HK_CT_JSON);
 }
 
-static void session_put_redis(void *data, int status, const char *val, size_t len)
+static void session_indexed(void *data, int status, const char *val, size_t len)
 {
     (void)val;
     (void)len;
     session_created(data, status);
+}
+
+/* The session is in Redis; now in its subject's index, so that revoking
+ * the token (hookd token revoke) can end it. */
+static void session_put_redis(void *data, int status, const char *val, size_t len)
+{
+    (void)val;
+    (void)len;
+    struct hk_req *r = data;
+    struct hk_api_loop *L = api_loop(r);
+    struct hk_api_req *q = api_req(r);
+    if (status < 0) {
+        session_created(r, status);
+        return;
+    }
+    char set[HK_TOKEN_NAME_MAX + 32], key[96];
+    int sn = snprintf(set, sizeof set, "%s%s", HK_REDIS_SUBJECT_PREFIX, q->auth.session.subject);
+    size_t klen = session_key(q->auth.session.hash, key, sizeof key);
+    if (hk_redis_sadd_px(L->redis, set, (size_t)sn, key, klen, api_cfg(r)->session_ttl_ms, session_indexed, r) < 0)
+        unavailable(r, "Redis");
 }
 
 static void session_put_store(struct hk_store_op *op)

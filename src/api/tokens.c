@@ -272,7 +272,32 @@ static int cmd_create(struct hk_store *store, int argc, char **argv)
     return 0;
 }
 
-static int cmd_revoke(struct hk_store *store, const char *name)
+/* Sessions made from the token end with it: the store drops them in the
+ * revoke's transaction; in Redis they are found through the subject's
+ * index set. */
+static int drop_redis_sessions(const struct hk_config *cfg, const char *name)
+{
+    char err[256];
+    struct hk_redis_cfg rc;
+    memset(&rc, 0, sizeof rc);
+    if (hk_redis_parse_url(cfg->redis_url, &rc, err, sizeof err) < 0) {
+        fprintf(stderr, "hookd token: %s\n", err);
+        return -1;
+    }
+    rc.timeout_ms = cfg->redis_timeout_ms;
+    char set[HK_TOKEN_NAME_MAX + 32];
+    snprintf(set, sizeof set, "hookd:subject:%s", name);
+    int n = hk_redis_drop_subject(&rc, set, err, sizeof err);
+    hk_redis_cfg_free(&rc);
+    if (n < 0) {
+        fprintf(stderr, "hookd token: the token is revoked, but its sessions in Redis could not be ended: %s\n",
+                err);
+        return -1;
+    }
+    return n;
+}
+
+static int cmd_revoke(const struct hk_config *cfg, struct hk_store *store, const char *name)
 {
     struct sync_op s = {0};
     s.op.kind = HK_OP_TOKEN_REVOKE;
@@ -286,11 +311,13 @@ static int cmd_revoke(struct hk_store *store, const char *name)
         fprintf(stderr, "hookd token: the store failed (code %d)\n", rc);
         return 1;
     }
-    hk_info("audit", "\"action\":\"token.revoke\",\"subject\":\"%s\"", name);
-    return 0;
+    int ended = cfg->redis_url ? drop_redis_sessions(cfg, name) : 0;
+    hk_info("audit", "\"action\":\"token.revoke\",\"subject\":\"%s\",\"redisSessionsEnded\":%d", name,
+            ended);
+    return ended < 0 ? 1 : 0;
 }
 
-int hk_api_token_cli(struct hk_store *store, int argc, char **argv)
+int hk_api_token_cli(const struct hk_config *cfg, struct hk_store *store, int argc, char **argv)
 {
     if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)
         return usage(argc < 1 ? stderr : stdout, argc < 1 ? 2 : 0);
@@ -307,6 +334,6 @@ int hk_api_token_cli(struct hk_store *store, int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[0], "revoke") == 0 && argc == 2)
-        return cmd_revoke(store, argv[1]);
+        return cmd_revoke(cfg, store, argv[1]);
     return usage(stderr, 2);
 }

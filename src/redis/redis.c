@@ -364,13 +364,13 @@ static int select_argv(const struct hk_redis_cfg *c, char num[16], const char *a
     return 2;
 }
 
-/* Run one command on the blocking context; 0, or -1 with err filled. */
-static int check_cmd(redisContext *rc, const struct hk_redis_cfg *c, uint64_t timeout_ms, const char *what, int argc,
-                     const char **argv, const size_t *lens, char *err, size_t errlen)
+/* Judge a reply `rep` (NULL: hiredis failed, see rc->err) to `what` on the
+ * blocking context: 0, or -1 with err filled. Does not free rep. */
+static int check_reply(const redisContext *rc, const struct hk_redis_cfg *c, uint64_t timeout_ms, const char *what,
+                       const redisReply *rep, char *err, size_t errlen)
 {
     char w[160], msg[256];
     where(c, w, sizeof w);
-    redisReply *rep = redisCommandArgv(rc, argc, argv, lens);
     if (!rep) {
         /* hiredis reports a read timeout as the I/O error EAGAIN. */
         if (rc->err == REDIS_ERR_IO &&
@@ -382,26 +382,37 @@ static int check_cmd(redisContext *rc, const struct hk_redis_cfg *c, uint64_t ti
         }
         return -1;
     }
-    int rc_ = 0;
-    if (rep->type == REDIS_REPLY_ERROR) {
-        scrub(c, rep->str, rep->len, msg, sizeof msg);
-        if (strcmp(what, "AUTH") == 0)
-            snprintf(err, errlen, "redis: %s (%s, %s%s%s)", msg, w, c->user ? "user \"" : "the default user",
-                     c->user ? c->user : "", c->user ? "\"" : "");
-        else if (strncmp(msg, "NOAUTH", 6) == 0)
-            snprintf(err, errlen, "redis: %s (%s; the URL has no password)", msg, w);
-        else
-            snprintf(err, errlen, "redis: %s: %s (%s)", what, msg, w);
-        rc_ = -1;
-    }
-    freeReplyObject(rep);
-    return rc_;
+    if (rep->type != REDIS_REPLY_ERROR)
+        return 0;
+    scrub(c, rep->str, rep->len, msg, sizeof msg);
+    if (strcmp(what, "AUTH") == 0)
+        snprintf(err, errlen, "redis: %s (%s, %s%s%s)", msg, w, c->user ? "user \"" : "the default user",
+                 c->user ? c->user : "", c->user ? "\"" : "");
+    else if (strncmp(msg, "NOAUTH", 6) == 0)
+        snprintf(err, errlen, "redis: %s (%s; the URL has no password)", msg, w);
+    else
+        snprintf(err, errlen, "redis: %s: %s (%s)", what, msg, w);
+    return -1;
 }
 
-int hk_redis_check(const struct hk_redis_cfg *c, char *err, size_t errlen)
+/* Run one command on the blocking context; 0, or -1 with err filled. */
+static int check_cmd(redisContext *rc, const struct hk_redis_cfg *c, uint64_t timeout_ms, const char *what, int argc,
+                     const char **argv, const size_t *lens, char *err, size_t errlen)
+{
+    redisReply *rep = redisCommandArgv(rc, argc, argv, lens);
+    int ret = check_reply(rc, c, timeout_ms, what, rep, err, errlen);
+    if (rep)
+        freeReplyObject(rep);
+    return ret;
+}
+
+/* A blocking connection, logged in and on its database, each step bounded
+ * by timeout_ms (returned in *ms_out). NULL with err filled. */
+static redisContext *blocking_open(const struct hk_redis_cfg *c, uint64_t *ms_out, char *err, size_t errlen)
 {
     assert(c->host || c->unix_path);
     uint64_t ms = c->timeout_ms ? c->timeout_ms : HK_REDIS_TIMEOUT_MS_DEFAULT;
+    *ms_out = ms;
     struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
     char w[160], msg[256];
     where(c, w, sizeof w);
@@ -409,38 +420,123 @@ int hk_redis_check(const struct hk_redis_cfg *c, char *err, size_t errlen)
         c->unix_path ? redisConnectUnixWithTimeout(c->unix_path, tv) : redisConnectWithTimeout(c->host, c->port, tv);
     if (!rc)
         abort();
-    int ret = -1;
     if (rc->err) {
         scrub(c, rc->errstr, strlen(rc->errstr), msg, sizeof msg);
         snprintf(err, errlen, "redis: cannot connect to %s: %s", w, msg);
-        goto out;
+        goto fail;
     }
     if (redisSetTimeout(rc, tv) != REDIS_OK) {
         snprintf(err, errlen, "redis: cannot set a timeout on the connection to %s", w);
-        goto out;
+        goto fail;
     }
     const char *argv[3];
     size_t lens[3];
     char num[16];
     int n = auth_argv(c, argv, lens);
     if (n && check_cmd(rc, c, ms, "AUTH", n, argv, lens, err, errlen) < 0)
-        goto out;
+        goto fail;
     n = select_argv(c, num, argv, lens);
     if (n && check_cmd(rc, c, ms, "SELECT", n, argv, lens, err, errlen) < 0)
+        goto fail;
+    return rc;
+fail:
+    redisFree(rc);
+    return NULL;
+}
+
+int hk_redis_check(const struct hk_redis_cfg *c, char *err, size_t errlen)
+{
+    uint64_t ms;
+    redisContext *rc = blocking_open(c, &ms, err, errlen);
+    if (!rc)
+        return -1;
+    const char *argv[1] = {"PING"};
+    size_t lens[1] = {4};
+    int ret = check_cmd(rc, c, ms, "PING", 1, argv, lens, err, errlen);
+    redisFree(rc);
+    return ret;
+}
+
+#define DROP_BATCH 256   /* keys per DEL */
+
+int hk_redis_drop_subject(const struct hk_redis_cfg *c, const char *set, char *err, size_t errlen)
+{
+    uint64_t ms;
+    redisContext *rc = blocking_open(c, &ms, err, errlen);
+    if (!rc)
+        return -1;
+    int ret = -1;
+    const char *argv[DROP_BATCH + 1];
+    size_t lens[DROP_BATCH + 1];
+    argv[0] = "SMEMBERS";
+    lens[0] = 8;
+    argv[1] = set;
+    lens[1] = strlen(set);
+    redisReply *members = redisCommandArgv(rc, 2, argv, lens);
+    if (check_reply(rc, c, ms, "SMEMBERS", members, err, errlen) < 0)
         goto out;
-    argv[0] = "PING";
-    lens[0] = 4;
-    if (check_cmd(rc, c, ms, "PING", 1, argv, lens, err, errlen) < 0)
+    if (members->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "redis: SMEMBERS: unexpected reply type %d", members->type);
         goto out;
-    ret = 0;
+    }
+    for (size_t i = 0; i < members->elements; i++)
+        if (members->element[i]->type != REDIS_REPLY_STRING) {
+            snprintf(err, errlen, "redis: SMEMBERS: a member of unexpected reply type %d",
+                     members->element[i]->type);
+            goto out;
+        }
+    /* Every batch of members, then the set itself, pipelined; then the
+     * replies, in the same order. */
+    size_t nbatch = 0;
+    argv[0] = "DEL";
+    lens[0] = 3;
+    for (size_t i = 0; i < members->elements; nbatch++) {
+        int argc = 1;
+        for (; i < members->elements && argc <= DROP_BATCH; i++) {
+            argv[argc] = members->element[i]->str;
+            lens[argc++] = members->element[i]->len;
+        }
+        if (redisAppendCommandArgv(rc, argc, argv, lens) != REDIS_OK)
+            abort();   /* only out of memory */
+    }
+    argv[1] = set;
+    lens[1] = strlen(set);
+    if (redisAppendCommandArgv(rc, 2, argv, lens) != REDIS_OK)
+        abort();
+    long long deleted = 0;
+    bool failed = false;
+    for (size_t b = 0; b <= nbatch; b++) {
+        void *p = NULL;
+        if (redisGetReply(rc, &p) != REDIS_OK)
+            p = NULL;
+        redisReply *rep = p;
+        if (!failed && check_reply(rc, c, ms, "DEL", rep, err, errlen) < 0) {
+            failed = true;
+        } else if (!failed && rep->type != REDIS_REPLY_INTEGER) {
+            snprintf(err, errlen, "redis: DEL: unexpected reply type %d", rep->type);
+            failed = true;
+        } else if (!failed && b < nbatch) {
+            deleted += rep->integer;
+        }
+        if (!rep)
+            goto out;   /* the connection broke: no more replies */
+        freeReplyObject(rep);
+    }
+    if (!failed)
+        ret = deleted > INT_MAX ? INT_MAX : (int)deleted;
 out:
+    if (members)
+        freeReplyObject(members);
     redisFree(rc);
     return ret;
 }
 
 /* ---- the loop's client ---------------------------------------------------- */
 
-enum kind { K_GET, K_SET, K_DEL, K_AUTH, K_SELECT, K_SETUP_PING, K_IDLE_PING };
+/* K_SADD and K_PEXPIRE are the two halves of hk_redis_sadd_px, always
+ * queued back to back: the SADD has no callback, the PEXPIRE has the
+ * caller's and reports the SADD's error, if any, before its own. */
+enum kind { K_GET, K_SET, K_DEL, K_SADD, K_PEXPIRE, K_AUTH, K_SELECT, K_SETUP_PING, K_IDLE_PING };
 
 /* One command in the FIFO, in the order hiredis will see its reply. */
 struct cmd {
@@ -451,6 +547,8 @@ struct cmd {
     enum kind kind;
     char *fmt;                  /* formatted, while no connection exists yet */
     int fmtlen;
+    char *prev_err;             /* K_PEXPIRE: the SADD's error reply, if any */
+    size_t prev_errlen;
 };
 
 enum state {
@@ -568,6 +666,7 @@ static void complete_all(struct cmd *c, int status)
         void *data = c->data;
         if (c->fmt)
             redisFreeCommand(c->fmt);
+        free(c->prev_err);
         free(c);
         if (cb)
             cb(data, status, NULL, 0);
@@ -677,6 +776,8 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
     hk_redis_cb cb = c->cb;
     void *data = c->data;
     enum kind kind = c->kind;
+    char *prev_err = c->prev_err;   /* K_PEXPIRE only */
+    size_t prev_errlen = c->prev_errlen;
     free(c);
     if (cb) {
         r->nuser--;
@@ -721,6 +822,30 @@ static void on_reply(redisAsyncContext *ac, void *reply_, void *privdata)
     case K_DEL:
         if (rep->type == REDIS_REPLY_INTEGER)
             cb(data, rep->integer > 0 ? 0 : HK_ENOTFOUND, NULL, 0);
+        else if (rep->type == REDIS_REPLY_ERROR)
+            cb(data, HK_ESTORE, rep->str, rep->len);
+        else
+            cb(data, HK_ESTORE, "unexpected reply type", 21);
+        return;
+    case K_SADD:
+        /* Its PEXPIRE is next in the FIFO (unless it could not be queued:
+         * then nobody waits for this reply). */
+        if (r->head && r->head->kind == K_PEXPIRE) {
+            if (rep->type == REDIS_REPLY_ERROR) {
+                r->head->prev_err = xstrndup(rep->str, rep->len);
+                r->head->prev_errlen = rep->len;
+            } else if (rep->type != REDIS_REPLY_INTEGER) {
+                r->head->prev_err = xstrndup("unexpected reply type", 21);
+                r->head->prev_errlen = 21;
+            }
+        }
+        return;
+    case K_PEXPIRE:
+        if (prev_err) {   /* the SADD's error: the first one is reported */
+            cb(data, HK_ESTORE, prev_err, prev_errlen);
+            free(prev_err);
+        } else if (rep->type == REDIS_REPLY_INTEGER)
+            cb(data, 0, NULL, 0);
         else if (rep->type == REDIS_REPLY_ERROR)
             cb(data, HK_ESTORE, rep->str, rep->len);
         else
@@ -1029,33 +1154,56 @@ void hk_redis_detach(struct hk_redis *r)
     complete_all(list, HK_EUNAVAIL);
 }
 
-static int submit(struct hk_redis *r, enum kind kind, int argc, const char **argv, const size_t *lens,
-                  hk_redis_cb cb, void *data)
+/* One command of a submission. */
+struct argv_cmd {
+    enum kind kind;
+    int argc;
+    const char **argv;
+    const size_t *lens;
+};
+
+/* Queue n commands back to back (nothing can come between them: all of
+ * this runs on the loop's thread) as ONE user command: the last carries
+ * cb, the others none, and it counts once against max_inflight. */
+static int submit_n(struct hk_redis *r, const struct argv_cmd *cmds, int n, hk_redis_cb cb, void *data)
 {
-    assert(cb);
+    assert(cb && n >= 1);
     if (r->state == S_CLOSED || r->down)
         return HK_EUNAVAIL;
     if (r->nuser >= r->cfg.max_inflight)
         return HK_EBUSY;
-    struct cmd *c = cmd_new(r, kind, cb, data);
-    if (r->ac) {
-        if (send_argv(r, c, argc, argv, lens) < 0) {
-            free(c);
-            return HK_EUNAVAIL;
+    for (int i = 0; i < n; i++) {
+        bool last = i == n - 1;
+        struct cmd *c = cmd_new(r, cmds[i].kind, last ? cb : NULL, last ? data : NULL);
+        if (r->ac) {
+            if (send_argv(r, c, cmds[i].argc, cmds[i].argv, cmds[i].lens) < 0) {
+                /* hiredis refuses only a context being torn down, which
+                 * then answers the FIFO; commands queued before this one
+                 * carry no callback and are simply dropped then. */
+                free(c);
+                return HK_EUNAVAIL;
+            }
+        } else {
+            /* Only the first connection is waited for (a name being looked
+             * up): later ones are made while down, when submit fails fast. */
+            assert(r->state == S_RESOLVING);
+            c->fmtlen = redisFormatCommandArgv(&c->fmt, cmds[i].argc, cmds[i].argv, cmds[i].lens);
+            if (c->fmtlen < 0)
+                abort();
+            push(r, c);
         }
-    } else {
-        /* Only the first connection is waited for (a name being looked
-         * up): later ones are made while down, when submit fails fast. */
-        assert(r->state == S_RESOLVING);
-        c->fmtlen = redisFormatCommandArgv(&c->fmt, argc, argv, lens);
-        if (c->fmtlen < 0)
-            abort();
-        push(r, c);
     }
     r->nuser++;
     atomic_fetch_add_explicit(&r->inflight, 1, memory_order_relaxed);
     arm_tick(r);
     return 0;
+}
+
+static int submit(struct hk_redis *r, enum kind kind, int argc, const char **argv, const size_t *lens,
+                  hk_redis_cb cb, void *data)
+{
+    const struct argv_cmd c = {kind, argc, argv, lens};
+    return submit_n(r, &c, 1, cb, data);
 }
 
 int hk_redis_get(struct hk_redis *r, const char *key, size_t klen, hk_redis_cb cb, void *data)
@@ -1082,6 +1230,21 @@ int hk_redis_del(struct hk_redis *r, const char *key, size_t klen, hk_redis_cb c
     const char *argv[2] = {"DEL", key ? key : ""};
     size_t lens[2] = {3, klen};
     return submit(r, K_DEL, 2, argv, lens, cb, data);
+}
+
+int hk_redis_sadd_px(struct hk_redis *r, const char *set, size_t setlen, const char *member, size_t mlen,
+                     uint64_t ttl_ms, hk_redis_cb cb, void *data)
+{
+    if (ttl_ms == 0 || ttl_ms > TTL_MS_MAX)
+        return HK_EINVAL;
+    char ttl[24];
+    int n = snprintf(ttl, sizeof ttl, "%" PRIu64, ttl_ms);
+    const char *sadd[3] = {"SADD", set ? set : "", member ? member : ""};
+    size_t sadd_lens[3] = {4, setlen, mlen};
+    const char *pexpire[3] = {"PEXPIRE", set ? set : "", ttl};
+    size_t pexpire_lens[3] = {7, setlen, (size_t)n};
+    const struct argv_cmd cmds[2] = {{K_SADD, 3, sadd, sadd_lens}, {K_PEXPIRE, 3, pexpire, pexpire_lens}};
+    return submit_n(r, cmds, 2, cb, data);
 }
 
 bool hk_redis_up(const struct hk_redis *r)

@@ -70,6 +70,17 @@ void hk_redis_redact(const struct hk_redis_cfg *c, char *out, size_t n);
  * "redis: no answer from 127.0.0.1:6379 to PING within 1000 ms". */
 int hk_redis_check(const struct hk_redis_cfg *c, char *err, size_t errlen);
 
+/* For the CLI (hookd token revoke), blocking: connect as hk_redis_check
+ * does (AUTH, SELECT, each step bounded by timeout_ms), SMEMBERS `set` (a
+ * subject's index of session keys, hk_redis_sadd_px), then DEL every
+ * member, in batches, and the set itself, all pipelined. Returns the
+ * number of members that existed and were deleted (0 for a missing or
+ * empty set), or -1 with one line in err that never holds the password
+ * (as hk_redis_check's; a key of another type gives "redis: SMEMBERS:
+ * WRONGTYPE ..."). A session indexed between the SMEMBERS and the DEL of
+ * the set is not deleted (it expires by its TTL). */
+int hk_redis_drop_subject(const struct hk_redis_cfg *c, const char *set, char *err, size_t errlen);
+
 struct hk_redis;
 
 /* Make this loop's client and start connecting (asynchronously: a host name
@@ -89,9 +100,10 @@ void hk_redis_detach(struct hk_redis *r);
 /* A command's result, run exactly once per command that was accepted
  * (submit returned 0), on the loop, never from inside the submit call:
  *   0              GET: the value, in val/len, borrowed for the call.
- *                  SET: done. DEL: the key was deleted.
+ *                  SET, SADD_PX: done. DEL: the key was deleted.
  *   HK_ENOTFOUND   GET: no such key. DEL: there was no such key.
- *   HK_ESTORE      Redis answered with an error: val/len is its message.
+ *   HK_ESTORE      Redis answered with an error: val/len is its message
+ *                  (SADD_PX: the first of its two commands' errors).
  *   HK_EUNAVAIL    the connection was lost with the command in flight, or
  *                  hk_redis_detach ran first (the command may or may not
  *                  have taken effect).
@@ -116,6 +128,17 @@ int hk_redis_get(struct hk_redis *r, const char *key, size_t klen, hk_redis_cb c
 int hk_redis_setex(struct hk_redis *r, const char *key, size_t klen, const char *val, size_t vlen,
                    uint64_t ttl_ms, hk_redis_cb cb, void *data);
 int hk_redis_del(struct hk_redis *r, const char *key, size_t klen, hk_redis_cb cb, void *data);
+
+/* SADD set member, then PEXPIRE set ttl_ms, pipelined back to back: the
+ * index of a subject's sessions (hk_redis_drop_subject), its TTL renewed
+ * by every session added (the application passes the session TTL, so the
+ * set outlives its members). Not atomic (no MULTI): an error or a lost
+ * connection may leave the member added with the old TTL. One command as
+ * far as the rules above go (copies, HK_EUNAVAIL, HK_EBUSY, HK_EINVAL for
+ * ttl_ms as setex's, one slot of max_inflight): cb runs exactly once,
+ * after both replies, with 0 or the first error. */
+int hk_redis_sadd_px(struct hk_redis *r, const char *set, size_t setlen, const char *member, size_t mlen,
+                     uint64_t ttl_ms, hk_redis_cb cb, void *data);
 
 /* Connected, logged in and answering (for readiness). No I/O. Any thread. */
 bool hk_redis_up(const struct hk_redis *r);

@@ -135,10 +135,14 @@ static const struct {
     [S_TOK_LIST] = {"tok_list",
                     "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY name COLLATE \"C\" LIMIT $1", 1,
                     {OID_INT8}},
-    /* coalesce keeps the first revocation's time. */
+    /* coalesce keeps the first revocation's time. The token's sessions go
+     * in the same statement, on every revoke of an existing token (a
+     * repeated one too): none outlives the revocation's commit. */
     [S_TOK_REVOKE] = {"tok_revoke",
-                      "UPDATE api_tokens SET revoked_at = coalesce(revoked_at, " AT_OF("$2") ")"
-                      " WHERE name = $1 RETURNING " TOKEN_COLS,
+                      "WITH t AS (UPDATE api_tokens SET revoked_at = coalesce(revoked_at, " AT_OF("$2") ")"
+                      " WHERE name = $1 RETURNING " TOKEN_COLS "),"
+                      " s AS (DELETE FROM sessions WHERE subject IN (SELECT name FROM t))"
+                      " SELECT * FROM t",
                       2, {OID_TEXT, OID_INT8}},
     /* A few expired sessions go first, with each new one. SKIP LOCKED: two
      * sweeps (other loops, other replicas) never wait for each other, nor

@@ -34,7 +34,7 @@ struct sq_store {
     char *dir;                      /* the database's directory, for statvfs */
     sqlite3 *db;                    /* the write connection; writer thread only */
     sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del, *probe_ins, *probe_del;
-    sqlite3_stmt *tok_ins, *tok_revoke, *ses_sweep, *ses_ins, *ses_del;
+    sqlite3_stmt *tok_ins, *tok_revoke, *tok_revoke_ses, *ses_sweep, *ses_ins, *ses_del;
     uv_thread_t writer;
     bool writer_started;            /* guarded by mu */
     int busy_ms;

@@ -34,6 +34,8 @@
 #define SQL_TOKEN_REVOKE \
     "UPDATE api_tokens SET revoked_us = coalesce(revoked_us, ?2) WHERE name = ?1" \
     " RETURNING " TOKEN_COLS
+/* A revoked token's sessions end with it (sessions hold its name). */
+#define SQL_TOKEN_REVOKE_SESSIONS "DELETE FROM sessions WHERE subject = ?1"
 /* The oldest expired sessions, a bounded few (sessions_expires index). */
 #define SQL_SESSION_SWEEP \
     "DELETE FROM sessions WHERE hash IN (SELECT hash FROM sessions" \
@@ -191,7 +193,9 @@ static int run_token_put(struct sq_store *st, struct hk_store_op *op)
                      HK_ECONFLICT);
 }
 
-/* coalesce keeps the first revocation's time: revoking twice is no error. */
+/* coalesce keeps the first revocation's time: revoking twice is no error.
+ * Each revoke, a repeated one too, deletes the token's sessions in the
+ * batch's transaction: none outlives the commit that revoked it. */
 static int run_token_revoke(struct sq_store *st, struct hk_store_op *op)
 {
     sqlite3_stmt *stmt = st->tok_revoke;
@@ -206,6 +210,18 @@ static int run_token_revoke(struct sq_store *st, struct hk_store_op *op)
         if (op->token)
             hk__sq_token_row(stmt, op->token);
         rc = sqlite3_step(stmt);   /* names are unique: SQLITE_DONE */
+    }
+    if (rc == SQLITE_DONE && found) {
+        int drc = sqlite3_bind_text(st->tok_revoke_ses, 1, op->name, -1, SQLITE_STATIC);
+        if (drc == SQLITE_OK)
+            drc = step_once(st->tok_revoke_ses);
+        sqlite3_clear_bindings(st->tok_revoke_ses);
+        if (drc != SQLITE_DONE) {
+            /* A DELETE breaks no constraint: the batch's failure. */
+            sqlite3_reset(stmt);
+            sqlite3_clear_bindings(stmt);
+            return drc;
+        }
     }
     return cred_done(st, op, stmt, rc, found, HK_ENOTFOUND);
 }
@@ -534,6 +550,8 @@ int hk__sq_writer_prepare(struct sq_store *st)
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_TOKEN_REVOKE, &st->tok_revoke);
     if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_TOKEN_REVOKE_SESSIONS, &st->tok_revoke_ses);
+    if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_SESSION_SWEEP, &st->ses_sweep);
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_SESSION_INS, &st->ses_ins);
@@ -556,6 +574,7 @@ void hk__sq_writer_finalize(struct sq_store *st)
     sqlite3_finalize(st->del);
     sqlite3_finalize(st->tok_ins);
     sqlite3_finalize(st->tok_revoke);
+    sqlite3_finalize(st->tok_revoke_ses);
     sqlite3_finalize(st->ses_sweep);
     sqlite3_finalize(st->ses_ins);
     sqlite3_finalize(st->ses_del);

@@ -92,8 +92,10 @@ typedef void (*hk_store_done_cb)(struct hk_store_op *op);
  *               `more`). list.limit = 1 tells whether any token exists.
  * TOKEN_REVOKE: in `name`. Sets revoked_us to now unless set already (a
  *               second revoke succeeds and keeps the first time). HK_ENOTFOUND
- *               when no token has that name. When `token` is not NULL, it is
- *               filled with the token as stored afterwards.
+ *               when no token has that name. Every revoke of an existing
+ *               token, a repeated one too, also deletes every session whose
+ *               subject is that name, in the same transaction. When `token`
+ *               is not NULL, it is filled with the token as stored afterwards.
  * SESSION_PUT:  in *session (every field; expires_us > 0). HK_ECONFLICT when
  *               the hash is stored already. First deletes up to
  *               HK_STORE_SWEEP_MAX expired sessions of anyone's (the sweep).

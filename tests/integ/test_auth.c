@@ -425,6 +425,11 @@ Test(auth, token_cli_create_list_revoke_while_running)
     cr_assert_eq(r.status, 200, "%s", r.body);
     hk_resp_free(&r);
 
+    /* A session made from the token ends with it. */
+    struct session sess;
+    new_session(&srv, r1, &sess);
+    cr_assert_eq(status_of(&srv, "GET", "/api/webhooks", NULL, HDRS(bearer(sess.token))), 200);
+
     char *out, *err;
     cr_assert_eq(token_cli(&srv, &out, &err, HDRS("list")), 0, "%s", err);
     cr_assert(hk_matches(out, "(^|\n)admin +read,delete,admin +created "), "%s", out);
@@ -440,6 +445,7 @@ Test(auth, token_cli_create_list_revoke_while_running)
     hk_resp_free(&r);
     curl_easy_cleanup(h);
     expect_denied(&srv, "GET", "/api/webhooks", NULL, HDRS(bearer(r1)), 401, "revoked", "invalid_token");
+    expect_denied(&srv, "GET", "/api/webhooks", NULL, HDRS(bearer(sess.token)), 401, "unknown", "invalid_token");
 
     cr_assert_eq(token_cli(&srv, &out, &err, HDRS("list")), 0, "%s", err);
     cr_assert(hk_matches(out, "(^|\n)reader-1 +read +created [^\n]* revoked [0-9T:.Z-]+\n"), "%s", out);
@@ -1360,6 +1366,19 @@ Test(auth, redis_holds_the_sessions)
     cr_assert_eq(redis_int(c, "EXISTS", key), 0, "the session's key is still in Redis");
     expect_denied(&srv, "GET", "/api/webhooks", NULL, HDRS(bearer(s.token)), 401, "unknown|revoked", "invalid_token");
     expect_denied(&srv, "GET", "/api/webhooks", NULL, HDRS(cookie), 401, "unknown|revoked", "invalid_token");
+
+    /* Revoking a token ends the sessions made from it, in Redis too. */
+    char ops[TOKEN_LEN + 1];
+    create_token(&srv, "ops", "read", NULL, ops);
+    struct session s1, s2;
+    new_session(&srv, ops, &s1);
+    new_session(&srv, ops, &s2);
+    cr_assert_eq(status_of(&srv, "GET", "/api/webhooks", NULL, HDRS(bearer(s1.token))), 200);
+    cr_assert_eq(redis_int(c, "SCARD", "hookd:subject:ops"), 2, "the subject's index holds both sessions");
+    revoke_token(&srv, "ops");
+    expect_denied(&srv, "GET", "/api/webhooks", NULL, HDRS(bearer(s1.token)), 401, "unknown", "invalid_token");
+    expect_denied(&srv, "GET", "/api/webhooks", NULL, HDRS(bearer(s2.token)), 401, "unknown", "invalid_token");
+    cr_assert_eq(redis_int(c, "EXISTS", "hookd:subject:ops"), 0, "the subject's index is still there");
     redisFree(c);
     hk_finish(&srv);
 }

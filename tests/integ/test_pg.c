@@ -1226,12 +1226,52 @@ Test(pg, credential_conflict_leaves_its_group_alone)
     cr_assert_eq(rs[1].status, HK_ECONFLICT, "the second twin, in the same group");
     cr_assert_eq(rs[2].status, 0);
     cr_assert_eq(rs[3].status, 0, "the group's own insert is visible to its revoke");
-    cr_assert_eq(rs[4].status, 0);
+    cr_assert_eq(rs[4].status, HK_ENOTFOUND, "the revoke ended twin's session first");
     struct hk_token_rec got;
     cr_assert_eq(token_get(10, &got), 0);
     cr_assert_gt(got.revoked_us, 0);
     cr_assert_eq(token_get(11, &got), HK_ENOTFOUND);
     cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions"), 0);
+    cstore_cleanup();
+}
+
+/* Revoking a token ends the sessions made from it (subject = its name) in
+ * the same statement, and only those; a repeated revoke does so again. */
+Test(pg, credential_revoke_deletes_its_sessions)
+{
+    cstore_open(1, NULL);
+    int64_t later = hk_wall_us() + 3600000000;
+    struct hk_token_rec a = token_rec("ci-a", 1, HK_SCOPE_READ, 0);
+    struct hk_token_rec b = token_rec("ci-b", 2, HK_SCOPE_READ, 0);
+    cr_assert_eq(token_put(&a), 0);
+    cr_assert_eq(token_put(&b), 0);
+    struct hk_session_rec a1 = session_rec(1, "ci-a", HK_SCOPE_READ, later);
+    struct hk_session_rec a2 = session_rec(2, "ci-a", HK_SCOPE_READ, later);
+    struct hk_session_rec b1 = session_rec(3, "ci-b", HK_SCOPE_READ, later);
+    cr_assert_eq(session_put(&a1), 0);
+    cr_assert_eq(session_put(&a2), 0);
+    cr_assert_eq(session_put(&b1), 0);
+
+    struct hk_session_rec got;
+    struct hk_token_rec rv;
+    cr_assert_eq(token_revoke("nobody", NULL), HK_ENOTFOUND);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions"), 3);
+    cr_assert_eq(token_revoke("ci-a", &rv), 0);
+    cr_assert_str_eq(rv.name, "ci-a");
+    cr_assert_gt(rv.revoked_us, 0);
+    cr_assert_eq(session_get(1, &got), HK_ENOTFOUND, "the revoked token's sessions end");
+    cr_assert_eq(session_get(2, &got), HK_ENOTFOUND);
+    cr_assert_eq(session_get(3, &got), 0, "another token's session stays");
+    assert_session_eq(&got, &b1);
+
+    /* Revoking again (already revoked) deletes again. */
+    struct hk_session_rec a3 = session_rec(4, "ci-a", HK_SCOPE_READ, later);
+    cr_assert_eq(session_put(&a3), 0);
+    cr_assert_eq(token_revoke("ci-a", NULL), 0);
+    cr_assert_eq(session_get(4, &got), HK_ENOTFOUND);
+    cr_assert_eq(session_get(3, &got), 0);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions WHERE subject = 'ci-a'"), 0);
+    cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM sessions WHERE subject = 'ci-b'"), 1);
     cstore_cleanup();
 }
 

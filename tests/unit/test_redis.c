@@ -1184,3 +1184,181 @@ Test(redis, detach_from_a_callback)
         cr_expect_eq(nested[i].calls, 1);
     finish();
 }
+
+/* ---- a subject's index of sessions ------------------------------------------- */
+
+static int do_sadd(const char *set, size_t sn, const char *m, size_t mn, uint64_t ttl, struct res *r)
+{
+    in_submit = true;
+    int rc = hk_redis_sadd_px(cli, set, sn, m, mn, ttl, on_res, r);
+    in_submit = false;
+    return rc;
+}
+
+static long long side_int(redisContext *rc, const char *fmt, const char *a, size_t an, const char *b, size_t bn)
+{
+    redisReply *rep = redisCommand(rc, fmt, a, an, b, bn);
+    cr_assert(rep && rep->type == REDIS_REPLY_INTEGER, "side command %s: %s", fmt,
+              rep ? (rep->str ? rep->str : "not an integer") : rc->errstr);
+    long long v = rep->integer;
+    freeReplyObject(rep);
+    return v;
+}
+
+Test(redis, sadd_px)
+{
+    struct hk_redis_cfg c;
+    parse_ok(shared_url(), &c);
+    redisContext *side = side_conn(&c);
+    hk_redis_cfg_free(&c);
+    /* Not waited for: the pair goes behind AUTH on the first connection. */
+    attach_shared(0, 0, false);
+    char set[256], m1[256], m2[256];
+    size_t sn = key_of(set, sizeof set, "subject", 7);
+    size_t m1n = key_of(m1, sizeof m1, "s\0\r\n1", 5);   /* binary-safe */
+    size_t m2n = key_of(m2, sizeof m2, "s2", 2);
+    struct res r[2] = {{0}};
+    cr_assert_eq(do_sadd(set, sn, m1, m1n, 60000, &r[0]), 0);
+    cr_assert_eq(do_sadd(set, sn, m2, m2n, 120000, &r[1]), 0);
+    struct many all = {r, 2};
+    cr_assert(run_until(all_done, &all, 5000), "SADD/PEXPIRE had no answer");
+    run_for(50);
+    for (int i = 0; i < 2; i++) {
+        cr_expect_eq(r[i].calls, 1, "%d callbacks", r[i].calls);
+        cr_expect_eq(r[i].status, 0);
+    }
+    cr_expect_eq(side_int(side, "SISMEMBER %b %b", set, sn, m1, m1n), 1);
+    cr_expect_eq(side_int(side, "SISMEMBER %b %b", set, sn, m2, m2n), 1);
+    cr_expect_eq(side_int(side, "SCARD %b", set, sn, NULL, 0), 2);
+    long long pttl = side_int(side, "PTTL %b", set, sn, NULL, 0);
+    cr_expect(pttl > 60000 && pttl <= 120000, "PTTL %lld: the last PEXPIRE wins", pttl);
+
+    /* The same member again: still one, TTL renewed. */
+    res_free(r, 2);
+    memset(r, 0, sizeof r);
+    cr_assert_eq(do_sadd(set, sn, m2, m2n, 30000, &r[0]), 0);
+    cr_assert(run_until(done1, &r[0], 5000));
+    cr_expect_eq(r[0].status, 0);
+    cr_expect_eq(side_int(side, "SCARD %b", set, sn, NULL, 0), 2);
+    pttl = side_int(side, "PTTL %b", set, sn, NULL, 0);
+    cr_expect(pttl > 0 && pttl <= 30000, "PTTL %lld", pttl);
+
+    /* A key of another type: SADD's error, once, and the TTL untouched by
+     * a failed SADD still set by PEXPIRE (not atomic, as documented). */
+    char str[256];
+    size_t stn = key_of(str, sizeof str, "string", 6);
+    cr_expect_eq(sync_set(str, stn, "x", 1, 60000), 0);
+    memset(r, 0, sizeof r);
+    cr_assert_eq(do_sadd(str, stn, m1, m1n, 60000, &r[0]), 0);
+    cr_assert(run_until(done1, &r[0], 5000));
+    run_for(50);
+    cr_expect_eq(r[0].calls, 1);
+    cr_expect_eq(r[0].status, HK_ESTORE);
+    cr_expect(r[0].val && strncmp(r[0].val, "WRONGTYPE", 9) == 0, "%s", r[0].val ? r[0].val : "(null)");
+    res_free(r, 2);
+
+    /* A bad TTL is refused at submit. */
+    memset(r, 0, sizeof r);
+    cr_expect_eq(hk_redis_sadd_px(cli, set, sn, m1, m1n, 0, on_res, &r[0]), HK_EINVAL);
+    cr_expect_eq(hk_redis_sadd_px(cli, set, sn, m1, m1n, (UINT64_C(1) << 62) + 1, on_res, &r[0]), HK_EINVAL);
+    cr_expect_eq(r[0].calls, 0);
+
+    /* The pair takes one slot of max_inflight, and gives it back. */
+    hk_redis_detach(cli);
+    cli = NULL;
+    attach_shared(0, 1, true);
+    memset(r, 0, sizeof r);
+    cr_assert_eq(do_sadd(set, sn, m1, m1n, 60000, &r[0]), 0);
+    cr_expect_eq(do_sadd(set, sn, m2, m2n, 60000, &r[1]), HK_EBUSY);
+    struct hk_redis_stats st;
+    hk_redis_stats(cli, &st);
+    cr_expect_eq(st.in_flight, 1);
+    cr_assert(run_until(done1, &r[0], 5000));
+    cr_expect_eq(r[0].status, 0);
+    hk_redis_stats(cli, &st);
+    cr_expect_eq(st.in_flight, 0);
+    cr_assert_eq(do_sadd(set, sn, m2, m2n, 60000, &r[1]), 0);
+    cr_assert(run_until(done1, &r[1], 5000));
+    cr_expect_eq(r[1].status, 0);
+    cr_expect_eq(early_calls, 0);
+
+    side_int(side, "DEL %b %b", set, sn, str, stn);
+    redisFree(side);
+    finish();
+}
+
+Test(redis, drop_subject)
+{
+    struct hk_redis_cfg c;
+    parse_ok(shared_url(), &c);
+    redisContext *side = side_conn(&c);
+    char set[256];
+    size_t sn = key_of(set, sizeof set, "subject", 7);
+    set[sn] = 0;
+    /* More members than one DEL batch, and one whose session is already
+     * gone (not counted). */
+    enum { N = 600 };
+    char k[256];
+    for (int i = 0; i <= N; i++) {
+        char name[32];
+        int nn = snprintf(name, sizeof name, "session:%d", i);
+        size_t kn = key_of(k, sizeof k, name, (size_t)nn);
+        if (i < N)
+            redisAppendCommand(side, "SET %b v PX 60000", k, kn);
+        redisAppendCommand(side, "SADD %s %b", set, k, kn);
+    }
+    for (int i = 0; i < 2 * N + 1; i++) {
+        void *rep = NULL;
+        cr_assert_eq(redisGetReply(side, &rep), REDIS_OK);
+        cr_assert(((redisReply *)rep)->type != REDIS_REPLY_ERROR);
+        freeReplyObject(rep);
+    }
+    char other[256];
+    size_t on = key_of(other, sizeof other, "other", 5);
+    side_int(side, "SADD %b %b", other, on, "x", 1);   /* not this subject's */
+
+    char err[256] = "";
+    cr_expect_eq(hk_redis_drop_subject(&c, set, err, sizeof err), N, "%s", err);
+    cr_expect_eq(side_int(side, "EXISTS %b", set, sn, NULL, 0), 0);
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        int nn = snprintf(name, sizeof name, "session:%d", i);
+        size_t kn = key_of(k, sizeof k, name, (size_t)nn);
+        cr_expect_eq(side_int(side, "EXISTS %b", k, kn, NULL, 0), 0, "session %d survived", i);
+    }
+    cr_expect_eq(side_int(side, "EXISTS %b", other, on, NULL, 0), 1);
+
+    /* Again, and a set that never existed: nothing to do. */
+    cr_expect_eq(hk_redis_drop_subject(&c, set, err, sizeof err), 0, "%s", err);
+    char none[256];
+    size_t nn = key_of(none, sizeof none, "nobody", 6);
+    none[nn] = 0;
+    cr_expect_eq(hk_redis_drop_subject(&c, none, err, sizeof err), 0, "%s", err);
+
+    /* A key of another type is an error, and left alone. */
+    other[on] = 0;
+    side_int(side, "DEL %b", other, on, NULL, 0);
+    side_cmd(side, "SET %s x", other);
+    cr_expect_eq(hk_redis_drop_subject(&c, other, err, sizeof err), -1);
+    cr_expect(strstr(err, "SMEMBERS") && strstr(err, "WRONGTYPE"), "%s", err);
+    cr_expect_eq(side_int(side, "EXISTS %b", other, on, NULL, 0), 1);
+    side_int(side, "DEL %b", other, on, NULL, 0);
+
+    /* A wrong password: -1, one line, neither password in it, nothing done. */
+    side_int(side, "SADD %b %b", set, sn, "x", 1);
+    char *right = strdup(c.password);
+    free(c.password);
+    c.password = strdup("Wr0ng-" SECRET);
+    err[0] = 0;
+    cr_expect_eq(hk_redis_drop_subject(&c, set, err, sizeof err), -1);
+    cr_expect(strncmp(err, "redis: WRONGPASS", 16) == 0, "%s", err);
+    cr_expect(!strstr(err, SECRET) && !strstr(err, right), "a password leaked: %s", err);
+    cr_expect(!strchr(err, '\n'));
+    cr_expect_eq(side_int(side, "EXISTS %b", set, sn, NULL, 0), 1);
+    side_int(side, "DEL %b", set, sn, NULL, 0);
+
+    free(right);
+    redisFree(side);
+    hk_redis_cfg_free(&c);
+    finish();
+}

@@ -2092,6 +2092,46 @@ Test(store_sqlite, session_put_get_del_and_expiry)
     rm_dir(&c);
 }
 
+/* Revoking a token ends the sessions made from it (subject = its name),
+ * and only those; a repeated revoke does so again. */
+Test(store_sqlite, token_revoke_deletes_its_sessions)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t later = hk_wall_us() + 3600000000;
+    struct hk_token_rec a = token_rec("ci-a", 1, HK_SCOPE_READ, 0);
+    struct hk_token_rec b = token_rec("ci-b", 2, HK_SCOPE_READ, 0);
+    cr_assert_eq(token_put(&c, &a), 0);
+    cr_assert_eq(token_put(&c, &b), 0);
+    struct hk_session_rec a1 = session_rec(1, "ci-a", HK_SCOPE_READ, later);
+    struct hk_session_rec a2 = session_rec(2, "ci-a", HK_SCOPE_READ, later);
+    struct hk_session_rec b1 = session_rec(3, "ci-b", HK_SCOPE_READ, later);
+    cr_assert_eq(session_put(&c, &a1), 0);
+    cr_assert_eq(session_put(&c, &a2), 0);
+    cr_assert_eq(session_put(&c, &b1), 0);
+
+    struct hk_session_rec got;
+    cr_assert_eq(token_revoke(&c, "nobody", NULL), HK_ENOTFOUND);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions"), 3);
+    cr_assert_eq(token_revoke(&c, "ci-a", NULL), 0);
+    cr_assert_eq(session_get(&c, 1, &got), HK_ENOTFOUND, "the revoked token's sessions end");
+    cr_assert_eq(session_get(&c, 2, &got), HK_ENOTFOUND);
+    cr_assert_eq(session_get(&c, 3, &got), 0, "another token's session stays");
+    assert_session_eq(&got, &b1);
+
+    /* Revoking again (already revoked) deletes again. */
+    struct hk_session_rec a3 = session_rec(4, "ci-a", HK_SCOPE_READ, later);
+    cr_assert_eq(session_put(&c, &a3), 0);
+    cr_assert_eq(token_revoke(&c, "ci-a", NULL), 0);
+    cr_assert_eq(session_get(&c, 4, &got), HK_ENOTFOUND);
+    cr_assert_eq(session_get(&c, 3, &got), 0);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions WHERE subject = 'ci-a'"), 0);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sessions WHERE subject = 'ci-b'"), 1);
+    rm_dir(&c);
+}
+
 /* Each SESSION_PUT first deletes at most HK_STORE_SWEEP_MAX expired
  * sessions, the longest expired first; live ones stay. */
 Test(store_sqlite, session_put_sweeps_expired_a_few_at_a_time)

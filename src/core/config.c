@@ -184,6 +184,18 @@ int hk_cpus_available(void)
     return n < 1 ? 1 : n;
 }
 
+/* A flag spelled as one of two words: `yes` sets it, `no` clears it. */
+static int set_word(const char *v, const char *yes, const char *no, bool *out, const char *env, char *err,
+                    size_t errlen)
+{
+    if (strcmp(v, yes) == 0 || strcmp(v, no) == 0) {
+        *out = strcmp(v, yes) == 0;
+        return 0;
+    }
+    snprintf(err, errlen, "invalid %s=\"%s\": expected %s or %s", env, v, yes, no);
+    return -1;
+}
+
 static int set_opt(struct hk_config *c, const struct opt *o, const char *v, char *err, size_t errlen)
 {
     char *field = (char *)c + o->off;
@@ -217,25 +229,9 @@ static int set_opt(struct hk_config *c, const struct opt *o, const char *v, char
         return 0;
     }
     case T_ONOFF:
-        if (strcmp(v, "on") == 0)
-            *(bool *)field = true;
-        else if (strcmp(v, "off") == 0)
-            *(bool *)field = false;
-        else {
-            snprintf(err, errlen, "invalid %s=\"%s\": expected on or off", o->env, v);
-            return -1;
-        }
-        return 0;
+        return set_word(v, "on", "off", (bool *)field, o->env, err, errlen);
     case T_SYNC:
-        if (strcmp(v, "full") == 0)
-            *(bool *)field = true;
-        else if (strcmp(v, "normal") == 0)
-            *(bool *)field = false;
-        else {
-            snprintf(err, errlen, "invalid %s=\"%s\": expected full or normal", o->env, v);
-            return -1;
-        }
-        return 0;
+        return set_word(v, "full", "normal", (bool *)field, o->env, err, errlen);
     case T_LOGLEVEL: {
         enum hk_log_level lvl;
         if (hk_log_parse_level(v, &lvl) < 0) {

@@ -50,16 +50,6 @@ static void lim_ok(struct hk_req *r)
     pthread_mutex_unlock(&a->limiter_mu);
 }
 
-static const char *const reason_names[] = {
-    [HK_AUTH_OK] = "ok",
-    [HK_AUTH_MISSING] = "missing",
-    [HK_AUTH_MALFORMED] = "malformed",
-    [HK_AUTH_UNKNOWN] = "unknown",
-    [HK_AUTH_EXPIRED] = "expired",
-    [HK_AUTH_REVOKED] = "revoked",
-    [HK_AUTH_INSUFFICIENT_SCOPE] = "insufficient_scope",
-};
-
 static enum hk_obs_auth obs_result(enum hk_auth_reason why)
 {
     switch (why) {
@@ -92,14 +82,14 @@ static void deny(struct hk_req *r, enum hk_auth_reason why, const char *detail)
         n = snprintf(v, sizeof v, "Bearer realm=\"hookd\", error=\"insufficient_scope\", scope=\"%s\"",
                      scope_word(q->auth.need));
         hk_resp_header(r, "WWW-Authenticate", v, (size_t)n);
-        hk_resp_problem_reason(r, 403, reason_names[why], "%s", detail);
+        hk_resp_problem_reason(r, 403, hk_auth_reason_name(why), "%s", detail);
         return;
     }
     lim_fail(r);
     n = why == HK_AUTH_MISSING ? snprintf(v, sizeof v, "Bearer realm=\"hookd\"")
                                : snprintf(v, sizeof v, "Bearer realm=\"hookd\", error=\"invalid_token\"");
     hk_resp_header(r, "WWW-Authenticate", v, (size_t)n);
-    hk_resp_problem_reason(r, 401, reason_names[why], "%s", detail);
+    hk_resp_problem_reason(r, 401, hk_auth_reason_name(why), "%s", detail);
 }
 
 static void unavailable(struct hk_req *r, const char *what)
@@ -239,18 +229,17 @@ static int session_decode(const char *v, size_t n, struct hk_session_rec *s)
 static size_t session_encode(const struct hk_session_rec *s, char *out, size_t cap)
 {
     char csrf[65];
-    for (int i = 0; i < 32; i++)
-        snprintf(csrf + 2 * i, 3, "%02x", s->csrf_hash[i]);
+    hk_hex_encode(s->csrf_hash, 32, csrf);
     int n = snprintf(out, cap, "v1 %u %lld %s %s", s->scopes, (long long)s->expires_us, csrf, s->subject);
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
 static size_t session_key(const uint8_t hash[32], char *out, size_t cap)
 {
-    int n = snprintf(out, cap, "%s", REDIS_PREFIX);
-    for (int i = 0; i < 32 && (size_t)n + 2 < cap; i++)
-        n += snprintf(out + n, cap - (size_t)n, "%02x", hash[i]);
-    return (size_t)n;
+    char hex[65];
+    hk_hex_encode(hash, 32, hex);
+    int n = snprintf(out, cap, "%s%s", REDIS_PREFIX, hex);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
 static void session_from_redis(void *data, int status, const char *val, size_t len)

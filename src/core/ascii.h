@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * Byte-level text checks shared by every layer: printable ASCII and hex
- * digits (header values, ids, signatures, percent escapes). */
+ * digits (header values, ids, signatures, percent escapes, hashes). */
 #ifndef HK_ASCII_H
 #define HK_ASCII_H
 
@@ -39,6 +39,17 @@ static inline int hk_hex_decode(const char *hex, unsigned char *out, size_t n)
         out[i] = (unsigned char)(h << 4 | l);
     }
     return 0;
+}
+
+/* n bytes as 2 * n lowercase hex digits, then a NUL: out holds 2 * n + 1. */
+static inline void hk_hex_encode(const unsigned char *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
 }
 
 #endif

@@ -4,6 +4,23 @@
  * lets a scrape on any loop read every loop's numbers. */
 #include "obs/obs.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define HK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HK_ASAN 1
+#endif
+#endif
+#ifdef HK_ASAN
+#include <sanitizer/lsan_interface.h>
+#define LSAN_ROOT(p, n) __lsan_register_root_region((p), (n))
+#define LSAN_UNROOT(p, n) __lsan_unregister_root_region((p), (n))
+#endif
+#ifndef LSAN_ROOT
+#define LSAN_ROOT(p, n) ((void)(p), (void)(n))
+#define LSAN_UNROOT(p, n) ((void)(p), (void)(n))
+#endif
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +80,7 @@ void hk_obs_each(void (*fn)(struct hk_obs *o, void *arg), void *arg)
  * start on a VM. */
 static size_t obs_bytes(unsigned nsources)
 {
-    return sizeof(struct hk_obs) + (size_t)nsources * (sizeof(struct hk_source_slot) + HK_SOURCE_NAME_MAX);
+    return sizeof(struct hk_obs) + (size_t)nsources * (sizeof(struct hk_source_slot) + HK_OBS_SOURCE_MAX);
 }
 
 struct hk_obs *hk_obs_new(uv_loop_t *loop, unsigned nsources, bool access_log)
@@ -71,13 +88,16 @@ struct hk_obs *hk_obs_new(uv_loop_t *loop, unsigned nsources, bool access_log)
     void *mem = mmap(NULL, obs_bytes(nsources), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED)
         abort();
+    /* LeakSanitizer scans the heap and globals, not private mappings: the
+     * buffers this block points to would look leaked. */
+    LSAN_ROOT(mem, obs_bytes(nsources));
     struct hk_obs *o = mem;
     o->nsources = nsources;
     if (o->nsources) {
         o->sources = (struct hk_source_slot *)(o + 1);
         char *names = (char *)(o->sources + o->nsources);
         for (unsigned i = 0; i < o->nsources; i++)
-            o->sources[i].name = names + (size_t)i * HK_SOURCE_NAME_MAX;
+            o->sources[i].name = names + (size_t)i * HK_OBS_SOURCE_MAX;
     }
     if (access_log)
         o->alog = hk_access_log_new(loop);
@@ -100,6 +120,7 @@ void hk_obs_free(struct hk_obs *o)
 {
     if (!o)
         return;
+    LSAN_UNROOT(o, obs_bytes(o->nsources));
     pthread_mutex_lock(&registry_mu);
     if (o->prev)
         o->prev->next = o->next;
@@ -188,7 +209,7 @@ static uint32_t fnv1a(const char *p, size_t n)
 
 void hk_obs_received(struct hk_obs *o, const char *source, size_t n)
 {
-    if (n == 0 || n > HK_SOURCE_NAME_MAX) {
+    if (n == 0 || n > HK_OBS_SOURCE_MAX) {
         hk_ctr_add(&o->c[HK_C_RECEIVED_OTHER], 1);
         return;
     }

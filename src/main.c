@@ -21,6 +21,7 @@
 #include "core/sd.h"
 #include "hk_build.h"
 #include "http/server.h"
+#include "ingress/cli.h"
 #include "manifest.h"
 #include "store/pg.h"
 #include "store/store.h"
@@ -43,6 +44,8 @@ static bool idle_timer_on, idle_exit;
 static uint64_t idle_after_ms, idle_since_ms;
 static unsigned long idle_accepted;
 static uv_signal_t *signals[2];
+static uv_signal_t *hup;           /* SIGHUP: reload HOOKD_SOURCES */
+static struct hk_api *the_api;
 
 /* Block SIGTERM and SIGINT on the calling thread; *old gets the mask before. */
 static void block_stop_signals(sigset_t *old)
@@ -100,6 +103,8 @@ static void begin_stop(void)
     for (int i = 0; i < 2; i++)
         if (signals[i] && !uv_is_closing((uv_handle_t *)signals[i]))
             uv_close((uv_handle_t *)signals[i], NULL);
+    if (hup && !uv_is_closing((uv_handle_t *)hup))
+        uv_close((uv_handle_t *)hup, NULL);
     signal(SIGTERM, SIG_IGN);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     hk_sd_notify("STOPPING=1");
@@ -114,6 +119,21 @@ static void on_signal(uv_signal_t *h, int signum)
     (void)h;
     hk_info("stopping", "\"signal\":\"%s\"", strsignal(signum));
     begin_stop();
+}
+
+static void log_failure(const char *msg, const char *const *fields);
+
+/* SIGHUP: read the sources file again. A bad file keeps the sources in
+ * use; either way one line says what happened. */
+static void on_hup(uv_signal_t *h, int signum)
+{
+    (void)h;
+    (void)signum;
+    char err[512];
+    if (hk_api_sources_load(the_api, err, sizeof err) < 0)
+        log_failure("sources not reloaded; the previous ones stay in use", (const char *const[]){"error", err, NULL});
+    else
+        hk_info("sources reloaded", NULL);
 }
 
 static void on_idle_check(uv_timer_t *t)
@@ -246,7 +266,7 @@ static int configure(struct hk_config *cfg, int argc, char **argv, bool *capped)
 
 /* SIGTERM and SIGINT on loop 0. The handles live in main's frame until
  * hk_server_run returns. */
-static void watch_signals(uv_loop_t *loop, uv_signal_t sig[2])
+static void watch_signals(uv_loop_t *loop, uv_signal_t sig[2], bool reload_on_hup)
 {
     uv_signal_init(loop, &sig[0]);
     uv_signal_init(loop, &sig[1]);
@@ -254,6 +274,12 @@ static void watch_signals(uv_loop_t *loop, uv_signal_t sig[2])
     signals[1] = &sig[1];
     uv_signal_start(&sig[0], on_signal, SIGTERM);
     uv_signal_start(&sig[1], on_signal, SIGINT);
+    if (reload_on_hup) {
+        static uv_signal_t h;
+        uv_signal_init(loop, &h);
+        uv_signal_start(&h, on_hup, SIGHUP);
+        hup = &h;
+    }
 }
 
 /* HOOKD_EXIT_IDLE_AFTER: sample the connection counters on loop 0. */
@@ -330,6 +356,8 @@ int main(int argc, char **argv)
         return hk_manifest_main(argc - 1, argv + 1, stdout);
     if (argc > 1 && strcmp(argv[1], "token") == 0)
         return token_main(argc, argv);
+    if (argc > 1 && (strcmp(argv[1], "sign") == 0 || strcmp(argv[1], "verify") == 0))
+        return hk_ingress_cli(argc - 1, argv + 1, hk_env("HOOKD_SOURCES"));
     int rc = configure(&cfg, argc, argv, &capped);
     if (rc >= 0)
         goto out;
@@ -344,7 +372,8 @@ int main(int argc, char **argv)
         goto out;
     int port = 0;
     api = hk_api_new(&cfg, store, t_start);
-    if (hk_api_prepare(api, err, sizeof err) < 0) {
+    the_api = api;
+    if (hk_api_prepare(api, err, sizeof err) < 0 || hk_api_sources_load(api, err, sizeof err) < 0) {
         log_failure("cannot start", (const char *const[]){"error", err, NULL});
         rc = 2;
         goto out;
@@ -356,7 +385,7 @@ int main(int argc, char **argv)
     drain_timeout_ms = cfg.drain_timeout_ms;
     uv_loop_t *loop = hk_server_loop(server);
     uv_signal_t sig[2];
-    watch_signals(loop, sig);
+    watch_signals(loop, sig, cfg.sources_path != NULL);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     announce(&cfg, port, store->vt->name, capped);
     if (!cfg.auth_on)

@@ -24,6 +24,11 @@ const struct hk_app *hk_api_app(struct hk_api *a);
  * and on the first start with nothing configured an admin token made and
  * shown once on stderr. Returns 0, or -1 with one line in err. */
 int hk_api_prepare(struct hk_api *a, char *err, size_t errlen);
+/* (Re)load HOOKD_SOURCES (api/hooks.c): at start, and on SIGHUP. A good
+ * file replaces the sources atomically (deliveries in flight finish with
+ * the old ones); a bad one changes nothing. 0, or -1 with one line in err
+ * naming the source and the field. A no-op without HOOKD_SOURCES. */
+int hk_api_sources_load(struct hk_api *a, char *err, size_t errlen);
 /* After every loop that used it has stopped. */
 void hk_api_free(struct hk_api *a);
 

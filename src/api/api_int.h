@@ -21,6 +21,9 @@
 #include "obs/obs.h"
 #include "store/store.h"
 
+struct hk_sources;
+struct hk_api_ingress;
+
 /* What a route needs (hk_route.need): scope bits (core/credential.h), or
  * one of the kinds of credential below. 0: open to anyone. */
 enum {
@@ -49,6 +52,7 @@ struct hk_api {
      * probe, never across I/O. */
     struct hk_limiter *limiter;
     pthread_mutex_t limiter_mu;
+    struct hk_ingress *ingress; /* POST /hooks/{source} (api/hooks.c) */
 };
 
 /* One loop's application state, made on that loop's thread. */
@@ -63,6 +67,8 @@ struct hk_api_loop {
     struct hk_obs *obs;
     struct hk_redis *redis;     /* sessions, when configured */
     bool bench_running;        /* one CPU benchmark at a time per loop */
+    struct hk_api_ingress *ing_free; /* ingress request states not in use (api/hooks.c) */
+    unsigned ing_nfree;
 };
 
 /* A request's credential while the gate checks it, and what it proved. */
@@ -101,6 +107,9 @@ struct hk_api_req {
     char scratch[2048];        /* decoded query values */
     struct hk_api_auth auth;
     struct hk_bench bench;
+    /* An ingress request's state, from hk_app.head to end/drop (taken
+     * from the loop's free list: a few KB, not kept per connection). */
+    struct hk_api_ingress *ing;
 };
 
 static inline struct hk_api_req *api_req(struct hk_req *r)
@@ -139,6 +148,9 @@ unsigned hk_api_uri_of(int route);
 /* How many uri labels there are (2 + routes). */
 #define HK_API_NURI(n) (2 + (unsigned)(n))
 
+/* A webhook id: 1..19 digits, no sign, > 0, fits int64. 0 or -1. */
+int hk_api_parse_id(const char *p, size_t n, int64_t *out);
+
 void hk_api_webhook_create(struct hk_req *r);
 void hk_api_webhook_list(struct hk_req *r);
 void hk_api_webhook_get(struct hk_req *r);
@@ -153,5 +165,20 @@ void hk_api_metrics(struct hk_req *r);
 void hk_api_openapi(struct hk_req *r);
 void hk_api_session_create(struct hk_req *r);
 void hk_api_session_delete(struct hk_req *r);
+void hk_api_hooks_post(struct hk_req *r);
+void hk_api_hooks_get(struct hk_req *r);
+void hk_api_webhook_body(struct hk_req *r);
+
+/* Ingress (api/hooks.c): the process-wide state, the transport hooks, and
+ * the sources file. hk_api_ingress_load installs a new snapshot (start,
+ * SIGHUP): 0, or -1 with the reason in err and the old one kept. */
+struct hk_ingress *hk_ingress_new(void);
+void hk_ingress_free(struct hk_ingress *g);
+bool hk_ingress_keep_headers(const char *path, size_t len);
+int hk_ingress_head(struct hk_req *r);
+int hk_ingress_body(struct hk_req *r, const char *p, size_t n);
+void hk_ingress_drop(struct hk_req *r);
+void hk_ingress_end(struct hk_req *r);
+void hk_ingress_loop_free(struct hk_api_loop *L);
 
 #endif

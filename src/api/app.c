@@ -51,6 +51,7 @@ static void loop_free(void *data)
     struct hk_api_loop *L = data;
     if (!L)
         return;
+    hk_ingress_loop_free(L);
     hk_obs_free(L->obs);
     free(L);
 }
@@ -129,6 +130,8 @@ static void on_end(struct hk_req *r)
         .req_id_len = r->req_id_len,
     };
     hk_obs_request(api_loop(r)->obs, &o);
+    if (q->ing)
+        hk_ingress_end(r);
     if (q->win_used) {
         hk_webhook_in_free(&q->win);
         q->win_used = false;
@@ -175,7 +178,13 @@ struct hk_api *hk_api_new(const struct hk_config *cfg, struct hk_store *store, u
         .begin = on_begin,
         .request = on_request,
         .end = on_end,
+        .keep_headers = hk_ingress_keep_headers,
+        .head = hk_ingress_head,
+        .body = hk_ingress_body,
+        .drop = hk_ingress_drop,
     };
+    if (cfg->sources_path)
+        a->ingress = hk_ingress_new();
     return a;
 }
 
@@ -191,6 +200,7 @@ void hk_api_free(struct hk_api *a)
     free(a->file_tokens);
     if (a->redis)
         hk_redis_cfg_free(a->redis);
+    hk_ingress_free(a->ingress);
     hk_limiter_free(a->limiter);
     pthread_mutex_destroy(&a->limiter_mu);
     free(a->redis);

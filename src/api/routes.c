@@ -13,6 +13,9 @@ const struct hk_route hk_api_routes[] = {
     {HTTP_POST, "/api/webhooks", hk_api_webhook_create, HK_NEED_OPEN},   /* senders: signatures */
     {HTTP_DELETE, "/api/webhooks/{id}", hk_api_webhook_delete, HK_NEED_DELETE},
     {HTTP_GET, "/api/webhooks/{id}", hk_api_webhook_get, HK_NEED_READ},
+    {HTTP_GET, "/api/webhooks/{id}/body", hk_api_webhook_body, HK_NEED_READ},
+    {HTTP_GET, "/hooks/{source}", hk_api_hooks_get, HK_NEED_OPEN},      /* handshakes */
+    {HTTP_POST, "/hooks/{source}", hk_api_hooks_post, HK_NEED_OPEN},    /* providers: signatures */
     {HTTP_POST, "/api/sessions", hk_api_session_create, HK_NEED_API_TOKEN},
     {HTTP_DELETE, "/api/sessions/current", hk_api_session_delete, HK_NEED_SESSION},
     {HTTP_GET, "/api/system/info", hk_api_system_info, HK_NEED_OPEN},

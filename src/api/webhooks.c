@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/utf8.h"
 #include "http/query.h"
+#include "ingress/provider.h"
 
 #define LIST_DEFAULT 100
 #define LIST_MAX 1000
@@ -166,7 +167,7 @@ void hk_api_webhook_create(struct hk_req *r)
 /* --- get / delete --- */
 
 /* Strict: 1..19 digits, no sign, no leading junk, fits int64, > 0. */
-static int parse_id(const char *p, size_t n, int64_t *out)
+int hk_api_parse_id(const char *p, size_t n, int64_t *out)
 {
     if (n == 0 || n > 19)
         return -1;
@@ -216,7 +217,7 @@ static void by_id(struct hk_req *r, enum hk_op_kind kind)
     struct hk_api_req *q = api_req(r);
     struct hk_store_op *op = &q->op;
     memset(op, 0, sizeof *op);
-    if (parse_id(q->param, q->param_len, &op->id) < 0) {
+    if (hk_api_parse_id(q->param, q->param_len, &op->id) < 0) {
         hk_resp_problem(r, 404, NULL, "webhook not found (ids are positive integers)");
         return;
     }
@@ -352,7 +353,8 @@ void hk_api_webhook_list(struct hk_req *r)
     size_t used = 0;
     if (query_int(r, "limit", 1, LIST_MAX, &limit) < 0 || query_int(r, "before", 1, INT64_MAX, &before) < 0 ||
         query_str(r, "source", 4 * HK_SOURCE_MAX, &used, &q->source, &q->source_len) < 0 ||
-        query_str(r, "eventType", 4 * HK_EVENT_TYPE_MAX, &used, &q->event_type, &q->event_type_len) < 0)
+        query_str(r, "eventType", 4 * HK_EVENT_TYPE_MAX, &used, &q->event_type, &q->event_type_len) < 0 ||
+        query_str(r, "deliveryId", HK_META_MAX, &used, &q->delivery_id, &q->delivery_id_len) < 0)
         return;
     size_t alen;
     const char *all = hk_query_raw(r->query, r->query_len, "all", &alen);

@@ -65,6 +65,10 @@ static const struct opt opts[] = {
      "exit 0 after this long without a connection (0: never; for socket activation)"},
     {"HOOKD_WEBHOOK_SECRET", "webhook-secret", T_STR, OFF(webhook_secret), 0, 0, NULL,
      "require X-Hub-Signature-256 (HMAC-SHA256 of the body) on POST"},
+    {"HOOKD_SOURCES", "sources", T_STR, OFF(sources_path), 0, 0, NULL,
+     "YAML (or JSON) file of ingress sources for POST /hooks/{source}; SIGHUP reloads it"},
+    {"HOOKD_INGRESS_INFLIGHT_BYTES", "ingress-inflight-bytes", T_U32, OFF(ingress_inflight_bytes), 1024, 1u << 31,
+     "67108864", "ingress body bytes being received or stored at once, all sources (503 beyond)"},
     {"HOOKD_LOG_LEVEL", "log-level", T_LOGLEVEL, OFF(log_level), 0, 0, "info", "debug, info, warn or error"},
     {"HOOKD_ACCESS_LOG", "access-log", T_INT, OFF(access_log), 0, 1, "0",
      "1: one JSON line per request on stderr"},
@@ -346,6 +350,11 @@ static bool url_has_password(const char *u)
     p += 3;
     const char *at = strrchr(p, '@');
     return at && memchr(p, ':', (size_t)(at - p));
+}
+
+const char *hk_env(const char *name)
+{
+    return getenv(name);
 }
 
 int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t errlen)

@@ -29,6 +29,8 @@ struct hk_config {
     uint64_t drain_timeout_ms;
     uint64_t exit_idle_after_ms;  /* 0: never exit for lack of connections */
     char *webhook_secret;      /* NULL: signatures not required */
+    char *sources_path;        /* HOOKD_SOURCES: NULL, no ingress sources (POST /hooks/x is 404) */
+    uint32_t ingress_inflight_bytes;
     bool auth_on;              /* HOOKD_AUTH: reads and deletes need a credential */
     char *api_tokens_file;     /* NULL: tokens only from the store */
     uint64_t session_ttl_ms;
@@ -68,6 +70,10 @@ int hk_parse_duration_ms(const char *s, uint64_t *out);
 int hk_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 /* hk_parse_int on n bytes that are not NUL-terminated (a query value). */
 int hk_parse_int_n(const char *s, size_t n, int64_t min, int64_t max, int64_t *out);
+/* An environment variable the configuration refers to by name (a secret
+ * given as {env: NAME} in the sources file). The one reader of the
+ * environment besides hk_config_load. NULL when unset. */
+const char *hk_env(const char *name);
 /* CPUs this process may use: affinity mask, capped by the cgroup v2/v1 CPU quota. */
 int hk_cpus_available(void);
 

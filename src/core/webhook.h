@@ -4,6 +4,7 @@
 #ifndef HK_WEBHOOK_H
 #define HK_WEBHOOK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,22 @@ struct hk_webhook {
     const char *payload;
     size_t payload_len;
     int64_t received_us;   /* unix microseconds */
+    /* A delivery to POST /hooks/{source} (docs/ingress.md). For an envelope
+     * post (POST /api/webhooks) `ingress` is false and the rest is NULL/0. */
+    bool ingress;
+    const uint8_t *body;   /* the raw body, byte-exact (may be empty, then any pointer) */
+    size_t body_len;
+    const uint8_t *body_sha256;    /* 32 bytes */
+    const char *content_type;      /* as sent; NULL when absent */
+    size_t content_type_len;
+    const char *delivery_id;       /* NULL when none; unique with `source` */
+    size_t delivery_id_len;
+    const char *headers;           /* a JSON object (kept headers, lower-case names); NULL: none */
+    size_t headers_len;
+    const char *verified;          /* a JSON object {"scheme":…,"secret":"env:…"}; NULL: scheme none */
+    size_t verified_len;
+    const char *client_addr;       /* printable address */
+    size_t client_addr_len;
 };
 
 #endif

@@ -18,10 +18,15 @@ static int fits(const char *tmpl, const char *path, size_t len, const char **par
     if (!brace)
         return strlen(tmpl) == len && memcmp(tmpl, path, len) == 0;
     size_t prefix = (size_t)(brace - tmpl);
-    if (len <= prefix || memcmp(tmpl, path, prefix) != 0)
+    /* What follows the parameter: "" or "/body" in "/api/webhooks/{id}/body". */
+    const char *close = strchr(brace, '}');
+    const char *suffix = close ? close + 1 : "";
+    size_t slen_suffix = strlen(suffix);
+    if (len <= prefix + slen_suffix || memcmp(tmpl, path, prefix) != 0 ||
+        memcmp(path + len - slen_suffix, suffix, slen_suffix) != 0)
         return 0;
     const char *seg = path + prefix;
-    size_t slen = len - prefix;
+    size_t slen = len - prefix - slen_suffix;
     if (memchr(seg, '/', slen))
         return 0;
     *param = seg;

@@ -41,6 +41,22 @@ struct hk_app {
     void (*request)(struct hk_req *r);
     /* The request's response is complete (metrics, logs, cleanup). */
     void (*end)(struct hk_req *r);
+    /* Optional, for routes that read a request while it arrives (ingress):
+     * keep_headers says, from the path, whether the session keeps every
+     * header of this request (hk_req_header). For those requests only:
+     * `head` runs once the headers are in (r's path, query and headers are
+     * set; begin has not run yet): 0 reads the body, an HTTP status refuses
+     * the request before its body (the session then dispatches it at once
+     * with r->refused set and closes after the answer). It may set
+     * r->body_max and r->body_cb. `body` gets each piece of the body when
+     * r->body_cb is set: 0, or a status to refuse the rest the same way.
+     * `drop` runs when such a request ends without a response (the peer
+     * left, the connection closed): release what `head` took. Between
+     * `head` and `end` or `drop`, exactly one of them runs. */
+    bool (*keep_headers)(const char *path, size_t len);
+    int (*head)(struct hk_req *r);
+    int (*body)(struct hk_req *r, const char *p, size_t n);
+    void (*drop)(struct hk_req *r);
 };
 
 /* What the transport counts, per loop (one writer: the loop). */

@@ -63,6 +63,12 @@ static int on_message_begin(llhttp_t *p)
     s->cur = HK_H_OTHER;
     s->expect_continue = false;
     s->crlf_pending = 0;
+    s->hdrs.len = 0;
+    s->keep_all = false;
+    s->app_refused = false;
+    s->req.body_max = 0;
+    s->req.body_cb = false;
+    s->req.refused = 0;
     set_deadline(s, s->w->cfg->header_timeout_ms, true);
     return 0;
 }
@@ -77,10 +83,33 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
     return 0;
 }
 
+/* The request target's path and query, in `head` (absolute-form
+ * "http://host/path" reduced to its path). */
+static void split_url(struct hk_session *s, struct hk_req *r)
+{
+    const char *u = s->head.p + s->url.off;
+    size_t ulen = s->url.len;
+    if (ulen > 7 && (strncasecmp(u, "http://", 7) == 0 || strncasecmp(u, "https://", 8) == 0)) {
+        const char *slash = memchr(u + 8, '/', ulen - 8);
+        size_t skip = slash ? (size_t)(slash - u) : ulen;
+        u += skip;
+        ulen -= skip;
+    }
+    const char *q = memchr(u, '?', ulen);
+    r->path = u;
+    r->path_len = q ? (size_t)(q - u) : ulen;
+    r->query = q ? q + 1 : NULL;
+    r->query_len = q ? ulen - r->path_len - 1 : 0;
+}
+
 static int on_url_complete(llhttp_t *p)
 {
     struct hk_session *s = of(p);
     hk_buf_putc(&s->head, 0);
+    if (s->w->app->keep_headers) {
+        split_url(s, &s->req);
+        s->keep_all = s->w->app->keep_headers(s->req.path, s->req.path_len);
+    }
     return 0;
 }
 
@@ -98,11 +127,11 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
     return 0;
 }
 
-static enum hk_hdr classify(const char *name, size_t n)
+static enum hk_hdr_id classify(const char *name, size_t n)
 {
     static const struct {
         const char *name;
-        enum hk_hdr h;
+        enum hk_hdr_id h;
     } known[] = {
         {"content-type", HK_H_CONTENT_TYPE},
         {"expect", HK_H_EXPECT},
@@ -124,7 +153,18 @@ static enum hk_hdr classify(const char *name, size_t n)
 static int on_header_field_complete(llhttp_t *p)
 {
     struct hk_session *s = of(p);
-    enum hk_hdr h = classify(s->head.p + s->field_off, s->head.len - s->field_off);
+    if (s->keep_all) {
+        if (s->app_head) {
+            /* Trailers would change the headers a signature was checked
+             * against after the check. */
+            s->err_status = 400;
+            s->err_detail = "trailer fields are not accepted on this route";
+            return -1;
+        }
+        hk_buf_put(&s->hdrs, s->head.p + s->field_off, s->head.len - s->field_off);
+        hk_buf_putc(&s->hdrs, 0);
+    }
+    enum hk_hdr_id h = classify(s->head.p + s->field_off, s->head.len - s->field_off);
     /* hookd keeps values only, and only of the headers it reads. */
     s->head.len = s->field_off;
     s->cur = h;
@@ -163,6 +203,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
         return -1;
     }
     s->value_cut = at + n != s->cur_end;
+    if (s->keep_all)
+        hk_buf_put(&s->hdrs, at, n);
     if (s->cur != HK_H_OTHER) {
         hk_buf_put(&s->head, at, n);
         s->hdr[s->cur].len += (uint32_t)n;
@@ -173,6 +215,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
 static int on_header_value_complete(llhttp_t *p)
 {
     struct hk_session *s = of(p);
+    if (s->keep_all)
+        hk_buf_putc(&s->hdrs, 0);
     if (s->cur != HK_H_OTHER)
         hk_buf_putc(&s->head, 0);
     s->cur = HK_H_OTHER;
@@ -180,7 +224,7 @@ static int on_header_value_complete(llhttp_t *p)
     return 0;
 }
 
-static const char *hdr_val(struct hk_session *s, enum hk_hdr h, size_t *len)
+static const char *hdr_val(struct hk_session *s, enum hk_hdr_id h, size_t *len)
 {
     if (!s->hdr[h].present) {
         *len = 0;
@@ -188,6 +232,40 @@ static const char *hdr_val(struct hk_session *s, enum hk_hdr h, size_t *len)
     }
     *len = s->hdr[h].len;
     return s->head.p + s->hdr[h].off;
+}
+
+/* The request's fields hookd reads, from `head` (valid until `head`
+ * grows again: at dispatch they are set once more). */
+static void fill_req(struct hk_session *s)
+{
+    struct hk_req *r = &s->req;
+    r->method = (uint8_t)s->parser.method;
+    r->head = r->method == HTTP_HEAD;
+    split_url(s, r);
+    r->content_type = hdr_val(s, HK_H_CONTENT_TYPE, &r->content_type_len);
+    r->idem_key = hdr_val(s, HK_H_IDEM_KEY, &r->idem_key_len);
+    r->signature = hdr_val(s, HK_H_SIGNATURE, &r->signature_len);
+    r->accept = hdr_val(s, HK_H_ACCEPT, &r->accept_len);
+    r->authorization = hdr_val(s, HK_H_AUTHORIZATION, &r->authorization_len);
+    r->cookie = hdr_val(s, HK_H_COOKIE, &r->cookie_len);
+    r->csrf = hdr_val(s, HK_H_CSRF, &r->csrf_len);
+    r->body = &s->body;
+    r->content_length = (s->parser.flags & F_CONTENT_LENGTH) ? s->parser.content_length : UINT64_MAX;
+}
+
+static uint64_t body_max(const struct hk_session *s)
+{
+    return s->req.body_max ? s->req.body_max : s->w->cfg->max_body_bytes;
+}
+
+/* The application refused the request before its body was in: stop
+ * parsing; parse() hands the request to the application as refused. */
+static int app_refuse(struct hk_session *s, int status)
+{
+    s->err_status = status;
+    s->err_detail = "refused";
+    s->app_refused = true;
+    return -1;
 }
 
 static int on_headers_complete(llhttp_t *p)
@@ -203,7 +281,16 @@ static int on_headers_complete(llhttp_t *p)
         s->err_detail = "HTTP/1.1 request without a Host header";
         return -1;
     }
-    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > s->w->cfg->max_body_bytes) {
+    if (s->keep_all && s->w->app->head) {
+        fill_req(s);
+        s->app_head = true;
+        int rc = s->w->app->head(&s->req);
+        if (rc)
+            return app_refuse(s, rc);
+    }
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > body_max(s)) {
+        if (s->app_head)
+            return app_refuse(s, 413);
         s->err_status = 413;
         s->err_detail = "request body exceeds the configured limit";
         return -1;
@@ -274,10 +361,17 @@ static int on_body(llhttp_t *p, const char *at, size_t n)
                 return -1;
         }
     }
-    if (s->body.len + n > s->w->cfg->max_body_bytes) {
+    if (s->body.len + n > body_max(s)) {
+        if (s->app_head)
+            return app_refuse(s, 413);
         s->err_status = 413;
         s->err_detail = "request body exceeds the configured limit";
         return -1;
+    }
+    if (s->req.body_cb) {
+        int rc = s->w->app->body(&s->req, at, n);
+        if (rc)
+            return app_refuse(s, rc);
     }
     hk_buf_put(&s->body, at, n);
     return 0;
@@ -347,6 +441,12 @@ void hk_session_init(struct hk_session *s, struct hk_worker *w, const struct hk_
 
 void hk_session_free(struct hk_session *s)
 {
+    if (s->app_head) {
+        s->app_head = false;
+        if (s->w->app->drop)
+            s->w->app->drop(&s->req);
+    }
+    hk_buf_free(&s->hdrs);
     hk_buf_free(&s->in);
     hk_buf_free(&s->head);
     hk_buf_free(&s->body);
@@ -427,30 +527,23 @@ static void dispatch(struct hk_session *s)
 {
     struct hk_req *r = &s->req;
     begin_request(s);
-    r->method = (uint8_t)s->parser.method;
-    r->head = r->method == HTTP_HEAD;
-    const char *u = s->head.p + s->url.off;
-    size_t ulen = s->url.len;
-    /* absolute-form: http://host/path */
-    if (ulen > 7 && (strncasecmp(u, "http://", 7) == 0 || strncasecmp(u, "https://", 8) == 0)) {
-        const char *slash = memchr(u + 8, '/', ulen - 8);
-        size_t skip = slash ? (size_t)(slash - u) : ulen;
-        u += skip;
-        ulen -= skip;
-    }
-    const char *q = memchr(u, '?', ulen);
-    r->path = u;
-    r->path_len = q ? (size_t)(q - u) : ulen;
-    r->query = q ? q + 1 : NULL;
-    r->query_len = q ? ulen - r->path_len - 1 : 0;
-    r->content_type = hdr_val(s, HK_H_CONTENT_TYPE, &r->content_type_len);
-    r->idem_key = hdr_val(s, HK_H_IDEM_KEY, &r->idem_key_len);
-    r->signature = hdr_val(s, HK_H_SIGNATURE, &r->signature_len);
-    r->accept = hdr_val(s, HK_H_ACCEPT, &r->accept_len);
-    r->authorization = hdr_val(s, HK_H_AUTHORIZATION, &r->authorization_len);
-    r->cookie = hdr_val(s, HK_H_COOKIE, &r->cookie_len);
-    r->csrf = hdr_val(s, HK_H_CSRF, &r->csrf_len);
-    r->body = &s->body;
+    fill_req(s);
+    r->routed = true;
+    s->w->app->request(r);
+}
+
+/* A request the application refused before its body was in: it answers
+ * (r->refused says with what), and the connection closes after, as the
+ * rest of the body was never read. */
+static void dispatch_refused(struct hk_session *s)
+{
+    struct hk_req *r = &s->req;
+    int status = s->err_status;
+    s->in_message = false;
+    s->keep_alive = false;
+    begin_request(s);
+    fill_req(s);
+    r->refused = status;
     r->routed = true;
     s->w->app->request(r);
 }
@@ -474,6 +567,10 @@ static size_t parse(struct hk_session *s, const char *p, size_t n)
             s->keep_alive = false; /* no protocol switch here: answer and close */
         dispatch(s);
         return used;
+    }
+    if (s->app_refused) {
+        dispatch_refused(s);
+        return n;
     }
     int status = s->err_status ? s->err_status : 400;
     const char *detail = s->err_status ? s->err_detail : llhttp_get_error_reason(&s->parser);
@@ -556,6 +653,7 @@ void hk_session_finish(struct hk_session *s)
 {
     struct hk_req *r = &s->req;
     s->w->app->end(r);
+    s->app_head = false;
     s->busy = false;
     s->served++;
     s->want_drain = false;
@@ -571,6 +669,7 @@ void hk_session_finish(struct hk_session *s)
         set_deadline(s, s->w->cfg->idle_timeout_ms, false);
     hk_buf_reset(&s->body, BUF_KEEP);
     hk_buf_reset(&s->rbody, BUF_KEEP);
+    hk_buf_reset(&s->hdrs, BUF_KEEP);
     run(s, NULL, 0);
 }
 
@@ -635,5 +734,47 @@ void hk_session_shutdown(struct hk_session *s)
     if (!s->busy && !s->in_message && !s->closed) {
         s->closing = true;
         run(s, NULL, 0);
+    }
+}
+
+const char *hk_req_header(const struct hk_req *r, const char *name, size_t *len, unsigned *count)
+{
+    const struct hk_session *s = r->s;
+    size_t nlen = strlen(name);
+    const char *found = NULL;
+    unsigned c = 0;
+    *len = 0;
+    /* "name\0value\0" pairs; a few dozen headers at most (max_header_bytes). */
+    for (size_t i = 0; i < s->hdrs.len;) {
+        const char *n = s->hdrs.p + i;
+        size_t nl = strlen(n);
+        const char *v = n + nl + 1;
+        size_t vl = strlen(v);
+        if (nl == nlen && strncasecmp(n, name, nlen) == 0) {
+            if (!found) {
+                found = v;
+                *len = vl;
+            }
+            c++;
+        }
+        i += nl + vl + 2;
+    }
+    if (count)
+        *count = c;
+    return found;
+}
+
+void hk_req_headers_each(const struct hk_req *r, void (*fn)(void *arg, const char *name, size_t name_len,
+                                                            const char *value, size_t value_len),
+                         void *arg)
+{
+    const struct hk_session *s = r->s;
+    for (size_t i = 0; i < s->hdrs.len;) {
+        const char *n = s->hdrs.p + i;
+        size_t nl = strlen(n);
+        const char *v = n + nl + 1;
+        size_t vl = strlen(v);
+        fn(arg, n, nl, v, vl);
+        i += nl + vl + 2;
     }
 }

@@ -70,6 +70,15 @@ struct hk_req {
     const char *csrf;          /* X-CSRF-Token, NUL-terminated, or NULL */
     size_t csrf_len;
     const struct hk_buf *body;
+    uint64_t content_length;   /* as announced; UINT64_MAX when none (chunked, or no body) */
+    /* Set by hk_app.head (zero otherwise): a body limit for this request
+     * instead of HOOKD_MAX_BODY_BYTES, and whether hk_app.body sees the
+     * body as it arrives. */
+    uint64_t body_max;
+    bool body_cb;
+    /* hk_app.head or .body refused the request with this status before
+     * its body was read (0: not refused). The handler answers it. */
+    int refused;
     uint64_t start_ns;
     /* Set by a handler that waits for hk_session_drained (streams). */
     hk_req_cb on_drain;
@@ -89,7 +98,7 @@ struct hk_req {
 };
 
 /* Which interesting header a value belongs to (parse bookkeeping). */
-enum hk_hdr {
+enum hk_hdr_id {
     HK_H_OTHER, HK_H_CONTENT_TYPE, HK_H_EXPECT, HK_H_IDEM_KEY, HK_H_SIGNATURE, HK_H_HOST, HK_H_REQUEST_ID,
     HK_H_ACCEPT, HK_H_AUTHORIZATION, HK_H_COOKIE, HK_H_CSRF, HK_H__COUNT
 };
@@ -107,11 +116,12 @@ struct hk_session {
     size_t out_inflight;       /* bytes the transport has taken but the kernel has not (transport sets it) */
     struct hk_buf rbody;       /* response body under construction */
     struct hk_buf rhdr;        /* extra response headers under construction */
+    struct hk_buf hdrs;        /* keep_all: every header, "name\0value\0" in arrival order */
     struct hk_req req;
     struct hk_span url;
     struct hk_span hdr[HK_H__COUNT];
     uint32_t field_off;        /* start of the current header name in head */
-    enum hk_hdr cur;
+    enum hk_hdr_id cur;
     uint32_t header_bytes;
     uint32_t chunk_ext_bytes;  /* of the current chunk */
     uint32_t served;           /* requests answered on this connection */
@@ -130,6 +140,9 @@ struct hk_session {
     bool want_drain;
     bool draining_server;      /* the server is shutting down: answer with close */
     bool expect_continue;
+    bool keep_all;             /* the application keeps every header of this request */
+    bool app_head;             /* hk_app.head ran: `end` or `drop` is owed */
+    bool app_refused;          /* the parser stopped because the application refused */
     bool value_cut;            /* the last piece of a header value ended before the input did */
     uint8_t peer[16];          /* the client's address, IPv6 or v4-mapped (transport sets it) */
     bool peer_loopback;        /* 127.0.0.0/8 or ::1 */
@@ -140,6 +153,16 @@ struct hk_session {
 
 /* The client's address as 16 bytes (v4-mapped for IPv4), for the transport. */
 void hk_session_set_peer(struct hk_session *s, const struct sockaddr *sa);
+
+/* A header of a request whose path the application asked for
+ * (hk_app.keep_headers): the first value of `name` (ASCII, matched
+ * case-insensitively) and its length, NULL when absent; *count (may be
+ * NULL) gets how many times it was sent. Valid until the response is done. */
+const char *hk_req_header(const struct hk_req *r, const char *name, size_t *len, unsigned *count);
+/* Call fn for every kept header, in arrival order. */
+void hk_req_headers_each(const struct hk_req *r, void (*fn)(void *arg, const char *name, size_t name_len,
+                                                            const char *value, size_t value_len),
+                         void *arg);
 
 /* Prepare `s` (zeroed memory, or a session released with hk_session_free). */
 void hk_session_init(struct hk_session *s, struct hk_worker *w, const struct hk_session_io *io,

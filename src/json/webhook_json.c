@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT
  * WebhookRequest in (jansson parse, then the @NotBlank/@Size checks the Java
  * service applied) and WebhookResponse out (written straight into a buffer,
- * no intermediate JSON tree). */
+ * no intermediate JSON tree), with an ingress row's fields and its body as
+ * the payload when that is text. */
 #include "json/webhook_json.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <string.h>
+
+#include "core/ascii.h"
+#include "core/utf8.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -134,11 +139,117 @@ void hk_webhook_in_free(struct hk_webhook_in *in)
     in->nv = 0;
 }
 
+/* Byte-wise ASCII case-insensitive equality of p[0..n) and the lower-case
+ * literal `lit`. */
+static bool ieq(const char *p, size_t n, const char *lit)
+{
+    size_t k = strlen(lit);
+    if (n != k)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != (unsigned char)lit[i])
+            return false;
+    }
+    return true;
+}
+
+/* Does p[0..n) end in `suffix` (lower-case), with something before it? */
+static bool iends(const char *p, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+    return n > k && ieq(p + n - k, k, suffix);
+}
+
+/* Is `ct` (a Content-Type as sent) a type whose body reads as text: text/any,
+ * JSON, XML and form bodies, with any parameters (`; charset=...`) and the
+ * whitespace around the type ignored, in any case? */
+static bool textual(const char *ct, size_t n)
+{
+    const char *end = memchr(ct, ';', n);
+    if (end)
+        n = (size_t)(end - ct);
+    while (n > 0 && (*ct == ' ' || *ct == '\t')) {
+        ct++;
+        n--;
+    }
+    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    const char *slash = memchr(ct, '/', n);
+    if (!slash || slash == ct || slash == ct + n - 1)
+        return false;
+    size_t tn = (size_t)(slash - ct);
+    const char *sub = slash + 1;
+    size_t sn = n - tn - 1;
+    if (ieq(ct, tn, "text"))
+        return true;
+    return ieq(ct, tn, "application") &&
+           (ieq(sub, sn, "json") || ieq(sub, sn, "xml") || ieq(sub, sn, "x-www-form-urlencoded") ||
+            iends(sub, sn, "+json") || iends(sub, sn, "+xml"));
+}
+
+/* A stored JSON object's text, as it is; `absent` when there is none. The
+ * API layer writes these (docs/ingress.md); anything that is not even
+ * braced counts as none rather than breaking the document around it. */
+static void put_raw_object(struct hk_buf *b, const char *p, size_t n, const char *absent)
+{
+    if (p && n >= 2 && p[0] == '{' && p[n - 1] == '}')
+        hk_buf_put(b, p, n);
+    else
+        hk_buf_puts(b, absent);
+}
+
+static void put_str_or_null(struct hk_buf *b, const char *p, size_t n)
+{
+    if (p)
+        hk_buf_put_json_str(b, p, n);
+    else
+        PUT_LIT(b, "null");
+}
+
+/* The members an ingress row adds, in the order webhook_json.h gives. */
+static void encode_ingress(struct hk_buf *b, const struct hk_webhook *w)
+{
+    PUT_LIT(b, ",\"ingress\":true,\"contentType\":");
+    put_str_or_null(b, w->content_type, w->content_type_len);
+    PUT_LIT(b, ",\"deliveryId\":");
+    put_str_or_null(b, w->delivery_id, w->delivery_id_len);
+    PUT_LIT(b, ",\"verified\":");
+    put_raw_object(b, w->verified, w->verified_len, "null");
+    PUT_LIT(b, ",\"headers\":");
+    put_raw_object(b, w->headers, w->headers_len, "{}");
+    PUT_LIT(b, ",\"bodyBytes\":");
+    hk_buf_put_u64(b, w->body_len);
+    PUT_LIT(b, ",\"bodySha256\":");
+    if (w->body_sha256) {
+        char hex[65];
+        hk_hex_encode(w->body_sha256, 32, hex);
+        hk_buf_putc(b, '"');
+        hk_buf_put(b, hex, 64);
+        hk_buf_putc(b, '"');
+    } else {
+        PUT_LIT(b, "null");
+    }
+    PUT_LIT(b, ",\"clientAddress\":");
+    put_str_or_null(b, w->client_addr, w->client_addr_len);
+}
+
 void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w)
 {
+    /* An ingress row's payload is its body, when that reads as text. */
+    const char *payload = w->payload;
+    size_t payload_len = w->payload_len;
+    if (w->ingress) {
+        const char *body = (const char *)w->body;
+        bool text = w->content_type && textual(w->content_type, w->content_type_len) &&
+                    (w->body_len == 0 || (body && hk_utf8_valid(body, w->body_len, false)));
+        payload = text ? (w->body_len > 0 ? body : "") : NULL;
+        payload_len = text ? w->body_len : 0;
+    }
     /* The fixed parts and the usual sizes of the strings, reserved up front
      * so that short rows grow the buffer at most once. */
-    hk_buf_reserve(b, 128 + w->source_len + w->event_type_len + w->payload_len);
+    hk_buf_reserve(b, 128 + w->source_len + w->event_type_len + payload_len +
+                          (w->ingress ? 256 + w->headers_len + w->verified_len : 0));
     PUT_LIT(b, "{\"id\":");
     hk_buf_put_i64(b, w->id);
     PUT_LIT(b, ",\"source\":");
@@ -146,11 +257,11 @@ void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w)
     PUT_LIT(b, ",\"eventType\":");
     hk_buf_put_json_str(b, w->event_type, w->event_type_len);
     PUT_LIT(b, ",\"payload\":");
-    if (w->payload)
-        hk_buf_put_json_str(b, w->payload, w->payload_len);
-    else
-        PUT_LIT(b, "null");
+    put_str_or_null(b, payload, payload_len);
     PUT_LIT(b, ",\"receivedAt\":\"");
     hk_buf_put_iso_us(b, w->received_us);
-    PUT_LIT(b, "\",\"processingMode\":\"event-loop\"}");
+    PUT_LIT(b, "\",\"processingMode\":\"event-loop\"");
+    if (w->ingress)
+        encode_ingress(b, w);
+    hk_buf_putc(b, '}');
 }

@@ -47,9 +47,27 @@ struct hk_webhook_in {
 enum hk_decode_result hk_webhook_decode(const char *body, size_t len, struct hk_webhook_in *in);
 void hk_webhook_in_free(struct hk_webhook_in *in);
 
-/* Append the WebhookResponse JSON object for `w`:
+/* Append the WebhookResponse JSON object for `w`. An envelope row
+ * (w->ingress false; the ingress fields are not read):
  * {"id":1,"source":"...","eventType":"...","payload":"..."|null,
- *  "receivedAt":"2026-11-29T19:03:01.123456Z","processingMode":"event-loop"} */
+ *  "receivedAt":"2026-11-29T19:03:01.123456Z","processingMode":"event-loop"}
+ * An ingress row (docs/ingress.md) has the same members in the same order,
+ * then, in this order:
+ *  "ingress":true,
+ *  "contentType":"..."|null,
+ *  "deliveryId":"..."|null,
+ *  "verified":{...}|null      the stored object's text as it is (NULL: null),
+ *  "headers":{...}            the stored object's text as it is (NULL: {}),
+ *  "bodyBytes":123,
+ *  "bodySha256":"<64 lower-case hex digits>"|null,
+ *  "clientAddress":"..."|null
+ * Its "payload" is not w->payload but the body as a string when the content
+ * type is textual (text/x; application/json, xml, x-www-form-urlencoded, or
+ * a +json or +xml subtype; parameters such as "; charset=utf-8" and case
+ * ignored) and the bytes are valid UTF-8 without NUL; otherwise null (no
+ * content type included). A verified or headers text that is not braced
+ * {...} counts as absent. Strings are escaped; raw objects are trusted to be
+ * JSON (the API layer writes them). */
 void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w);
 
 #endif

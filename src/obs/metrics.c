@@ -498,6 +498,53 @@ static void counter(struct hk_buf *b, const char *name, const char *help, uint64
     sample_u64(b, name, NULL, v);
 }
 
+static void ingress_sample(struct hk_buf *b, const char *name, const char *key, const char *value,
+                           const char *source, uint64_t v)
+{
+    hk_buf_puts(b, name);
+    hk_buf_puts(b, "{");
+    hk_buf_puts(b, key);
+    hk_buf_puts(b, "=\"");
+    hk_buf_puts(b, value);
+    hk_buf_puts(b, "\",source=");
+    label_value(b, source, strlen(source));
+    hk_buf_puts(b, "} ");
+    hk_buf_put_u64(b, v);
+    hk_buf_putc(b, '\n');
+}
+
+static void ingress_metrics(struct hk_buf *b, const struct hk_metrics_ingress *in)
+{
+    if (!in->on)
+        return;
+    family(b, "hookd_ingress_total", "counter",
+           "Deliveries to POST /hooks/{source}, by source and result (stored, duplicate, handshake, rejected).");
+    for (size_t i = 0; i < in->nrows; i++)
+        for (unsigned k = 0; k < in->nresults; k++)
+            ingress_sample(b, "hookd_ingress_total", "result", in->result_names[k], in->rows[i].source,
+                           in->rows[i].result[k]);
+    family(b, "hookd_ingress_rejected_total", "counter",
+           "Deliveries refused, by source and reason (the problem document's reason); only reasons seen.");
+    for (size_t i = 0; i < in->nrows; i++)
+        for (unsigned k = 0; k < in->nreasons; k++)
+            if (in->rows[i].reason[k])
+                ingress_sample(b, "hookd_ingress_rejected_total", "reason", in->reason_names[k], in->rows[i].source,
+                               in->rows[i].reason[k]);
+    family(b, "hookd_ingress_handshakes_total", "counter", "Provider handshakes answered, by provider.");
+    for (unsigned k = 0; k < in->nhandshakes; k++) {
+        hk_buf_puts(b, "hookd_ingress_handshakes_total{provider=\"");
+        hk_buf_puts(b, in->handshake_names[k]);
+        hk_buf_puts(b, "\"} ");
+        hk_buf_put_u64(b, in->handshakes[k]);
+        hk_buf_putc(b, '\n');
+    }
+    family(b, "hookd_ingress_inflight_bytes", "gauge", "Delivery body bytes being received or stored now.");
+    sample_u64(b, "hookd_ingress_inflight_bytes", NULL, in->inflight_bytes);
+    counter(b, "hookd_sources_reloads_total", "Sources files loaded (at start and on SIGHUP).", in->reloads);
+    counter(b, "hookd_sources_reload_failures_total", "Sources files refused on SIGHUP (the old sources stay).",
+            in->reload_failures);
+}
+
 #define PROC_TEXT_MAX_AGE_NS 1000000000u
 
 void hk_metrics_render(struct hk_buf *b, const struct hk_metrics_in *in, struct hk_obs *self)
@@ -517,6 +564,7 @@ void hk_metrics_render(struct hk_buf *b, const struct hk_metrics_in *in, struct 
         hk_buf_putc(b, '\n');
     }
     store_metrics(b, &g, in);
+    ingress_metrics(b, &in->ingress);
     family(b, "hookd_auth_total", "counter", "Credentials checked, by result (requests that needed one).");
     for (int i = 0; i < HK_AUTHR__COUNT; i++) {
         hk_buf_puts(b, "hookd_auth_total{result=\"");

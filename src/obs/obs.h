@@ -94,7 +94,7 @@ struct hk_series {
 
 /* hookd_webhooks_received_total: the first `nsources` distinct sources this
  * worker sees get a slot each; the rest count as "other". */
-#define HK_SOURCE_NAME_MAX 1024        /* bytes: 255 code points of up to 4 bytes */
+#define HK_OBS_SOURCE_MAX 1024        /* bytes: 255 code points of up to 4 bytes */
 struct hk_source_slot {
     _Atomic uint32_t len;              /* 0: free; published after name */
     uint32_t hash;

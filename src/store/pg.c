@@ -18,6 +18,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "store/cred_int.h"
+#include "store/row_int.h"
 
 #define PG_PING_MS 2000            /* an idle connection is pinged this often */
 #define PG_BACKOFF_MIN_MS 100
@@ -106,13 +107,12 @@ static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *r
         return;
     }
     if (op->kind == HK_OP_GET) {
-        if (n > 0) {
-            hk__pg_row_of(res, 0, &row);
-            if (op->on_row)
-                op->on_row(op, &row);
-        } else {
+        if (n == 0)
             op->status = HK_ENOTFOUND;
-        }
+        else if (!hk__pg_row_of(res, 0, &row))
+            op->status = HK_ESTORE;
+        else if (op->on_row)
+            op->on_row(op, &row);
         op->on_done(op);
         return;
     }
@@ -124,7 +124,11 @@ static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *r
         n = (int)q->limit;
     }
     for (int i = 0; i < n; i++) {
-        hk__pg_row_of(res, i, &row);
+        if (!hk__pg_row_of(res, i, &row)) {
+            op->status = HK_ESTORE;
+            more = false;
+            break;
+        }
         last = row.id;
         if (op->on_row)
             op->on_row(op, &row);
@@ -179,21 +183,23 @@ static void deliver_write(struct pg_loop *pl, struct hk_store_op *op, PGresult *
         op->on_done(op);
         return;
     }
-    if (hk_pq.PQntuples(res) != 1) {
-        op->status = HK_ESTORE;
-        op->on_done(op);
-        return;
-    }
-    if (!op->idem_key) {
-        op->row.id = hk__pg_to_i64(hk_pq.PQgetvalue(res, 0, 0));
-        if (op->on_row)
+    if (!hk__pg_insert_returns_row(op)) {
+        if (!hk__pg_id_of(res, &op->row.id))
+            op->status = HK_ESTORE;
+        else if (op->on_row)
             op->on_row(op, &op->row);
         op->on_done(op);
         return;
     }
+    /* An idempotency key or a delivery id: the row it stored, or the one
+     * stored before (ON CONFLICT ... RETURNING, column PG_NCOLS says which). */
     struct hk_webhook row;
-    hk__pg_row_of(res, 0, &row);
-    bool inserted = hk_pq.PQgetvalue(res, 0, 5)[0] == 't';
+    bool inserted;
+    if (hk_pq.PQntuples(res) != 1 || !hk__pg_row_of(res, 0, &row) || !hk__pg_inserted_of(res, &inserted)) {
+        op->status = HK_ESTORE;
+        op->on_done(op);
+        return;
+    }
     if (inserted) {
         op->row.id = row.id;
         op->row.received_us = row.received_us;
@@ -617,9 +623,12 @@ static void op_result(struct pg_conn *c, struct ent *e, PGresult *res)
     }
     const char *sqlstate = NULL;
     int status = hk__pg_map_error(c->pc, res, &sqlstate);
+    /* The primary message only: the full one carries DETAIL lines such as
+     * "Failing row contains (...)", which would put a body, headers or a
+     * delivery id into the log. */
     if (status == HK_ESTORE || status == HK_EINVAL)
-        hk__pg_log(HK_LOG_WARN, "postgresql statement failed", pl->st, hk_pq.PQresultErrorMessage(res),
-               sqlstate);
+        hk__pg_log(HK_LOG_WARN, "postgresql statement failed", pl->st,
+                   hk_pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), sqlstate);
     hk_pq.PQclear(res);
     complete(pl, op, status);
 }
@@ -663,9 +672,11 @@ static int drain(struct pg_conn *c)
             continue;
         }
         if (e->kind == E_SYNC || e->got) {
-            /* A result nobody asked for: a connection-level error, usually. */
+            /* A result nobody asked for: a connection-level error, usually.
+             * Its primary message only, as in op_result. */
             char why[256];
-            snprintf(why, sizeof why, "%s", hk_pq.PQresultErrorMessage(res));
+            const char *msg = hk_pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+            snprintf(why, sizeof why, "%s", msg ? msg : "");
             hk_pq.PQclear(res);
             conn_fail(c, HK_EUNAVAIL, why[0] != '\0' ? why : "pipeline out of step");
             return -1;
@@ -980,6 +991,12 @@ static int pg_submit(struct hk_store_loop *base, struct hk_store_op *op)
     op->be.pg.retries = 0;
     switch (op->kind) {
     case HK_OP_INSERT:
+        if (hk__row_begin(op) < 0) {
+            /* As below: refused before anything is sent. */
+            op->status = HK_EINVAL;
+            op->on_done(op);
+            return 0;
+        }
         /* When the request was accepted, as with SQLite. */
         op->row.received_us = hk_wall_us();
         break;

@@ -34,7 +34,9 @@ void hk_pg_redact(const char *url, char *out, size_t outlen);
 
 /* Copy a libpq message into out as one line (newlines and tabs become
  * spaces, trailing space dropped) with every password that `url` holds,
- * as written or percent-decoded, replaced by "***". */
+ * as written or percent-decoded, replaced by "***". A server error's
+ * DETAIL and CONTEXT, which may quote a row (a body, headers) or bind
+ * parameters, are dropped with everything after them. */
 void hk_pg_scrub(const char *url, const char *msg, char *out, size_t outlen);
 
 #endif

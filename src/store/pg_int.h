@@ -162,8 +162,22 @@ int hk__pg_send_ping(PGconn *pc);
 /* Would the server take every parameter of `op`? */
 bool hk__pg_params_ok(const struct hk_store_op *op);
 
-/* A webhook row (COLS order) of `res`; strings borrowed from `res`. */
-void hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row);
+/* Columns of a webhook row (pg_sql.c COLS); an INSERT that returns the row
+ * adds one, column PG_NCOLS: whether it inserted the row (false: it was
+ * stored already). */
+#define PG_NCOLS 12
+
+/* Does the op's INSERT return the whole row (an idempotency key, or an
+ * ingress row), or its id only? */
+bool hk__pg_insert_returns_row(const struct hk_store_op *op);
+/* Row i of a webhook statement's (binary) result; strings and the body
+ * borrowed from `res`. False when it does not read as one (the caller
+ * answers HK_ESTORE). */
+bool hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row);
+/* The id a plain INSERT returned. */
+bool hk__pg_id_of(const PGresult *res, int64_t *id);
+/* Column PG_NCOLS of an INSERT that returns the row. */
+bool hk__pg_inserted_of(const PGresult *res, bool *inserted);
 /* Row i of a token or session statement's result, copied into *out. False
  * when it does not read as one (the caller answers HK_ESTORE). */
 bool hk__pg_token_of(const PGresult *res, int i, struct hk_token_rec *out);

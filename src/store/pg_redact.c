@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
- * Passwords out of logs: hk_pg_redact (a connection string with every
- * password replaced by "***") and hk_pg_scrub (a libpq message on one line,
- * with the passwords a connection string holds replaced the same way). */
+ * Passwords and data out of logs: hk_pg_redact (a connection string with
+ * every password replaced by "***") and hk_pg_scrub (a libpq message on one
+ * line, without the parts of a server error that quote row data, and with
+ * the passwords a connection string holds replaced the same way). */
 #include "store/pg.h"
 
 #include <ctype.h>
@@ -209,11 +210,25 @@ static void replace_all(struct hk_buf *b, const char *sec, size_t n)
     *b = r;
 }
 
+/* Does the line at p start (after blanks) a part of a server message that
+ * quotes data: DETAIL ("Failing row contains (...)", "Key (...)=(...)")
+ * or CONTEXT (bind parameters, when the server is set to report them)? */
+static bool quotes_data(const char *p)
+{
+    p += strspn(p, " \t");
+    return strncmp(p, "DETAIL:", 7) == 0 || strncmp(p, "CONTEXT:", 8) == 0;
+}
+
 void hk_pg_scrub(const char *url, const char *msg, char *out, size_t outlen)
 {
     struct hk_buf b = HK_BUF_INIT;
     bool space = false;
-    for (const char *p = msg ? msg : ""; *p != '\0'; p++) {
+    const char *p = msg ? msg : "";
+    for (; *p != '\0'; p++) {
+        /* Everything from such a line on goes: a value quoted there may
+         * hold newlines of its own, so no later line is safe either. */
+        if ((p == msg || p[-1] == '\n') && quotes_data(p))
+            break;
         if (*p == '\n' || *p == '\r' || *p == '\t' || *p == ' ') {
             space = b.len > 0;
             continue;

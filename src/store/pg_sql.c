@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * What the PostgreSQL store says to the server and how it reads the answers:
  * the schema migrations, the prepared statements and their parameters, the
- * session setup, row decoding, and SQLSTATEs mapped to the store's codes. */
+ * session setup, row decoding, and SQLSTATEs mapped to the store's codes.
+ * Webhook rows travel as binary results (bodies byte-exact, no hex), the
+ * credentials' as text. */
 #include "store/pg_int.h"
 
 #include <assert.h>
@@ -12,6 +14,7 @@
 #include "core/buf.h"
 #include "core/utf8.h"
 #include "store/cred_int.h"
+#include "store/row_int.h"
 
 #define OID_BYTEA 17
 #define OID_INT8 20
@@ -46,6 +49,22 @@ const char *const hk__pg_migrations[] = {
     " csrf_hash bytea NOT NULL CHECK (octet_length(csrf_hash) = 32),"
     " expires_at timestamptz NOT NULL);"
     "CREATE INDEX sessions_expires ON sessions(expires_at);",
+    /* 3: ingress deliveries (docs/ingress.md). `body` is NULL for an
+     * envelope row and never NULL for an ingress row (an empty body is an
+     * empty bytea). Nullable columns without a default change only the
+     * catalog; NOT VALID spares the constraint a scan of the old rows (all
+     * NULL) while still checking every new one. The unique index is what
+     * INSERT's ON CONFLICT names. */
+    "ALTER TABLE webhooks ADD COLUMN body bytea, ADD COLUMN content_type text,"
+    " ADD COLUMN delivery_id text, ADD COLUMN body_sha256 bytea, ADD COLUMN headers text,"
+    " ADD COLUMN verified text, ADD COLUMN client_addr text;"
+    "ALTER TABLE webhooks ADD CONSTRAINT webhooks_body_sha256_len"
+    " CHECK (octet_length(body_sha256) = 32) NOT VALID;"
+    /* One index for both the dedup (delivery_id, source) and the
+     * deliveryId filter (its prefix; a handful of rows per id at most):
+     * every ingress insert maintains one index fewer. */
+    "CREATE UNIQUE INDEX webhooks_delivery ON webhooks(delivery_id, source)"
+    " WHERE delivery_id IS NOT NULL;",
 };
 const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg_migrations[0]);
 
@@ -53,7 +72,13 @@ const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg
  * conversions are exact (integer interval arithmetic, numeric extract). */
 #define US_OF_AT "(extract(epoch FROM received_at) * 1000000)::int8"
 #define AT_OF_US(p) "(timestamptz 'epoch' + " p " * interval '1 microsecond')"
-#define COLS "id, source, event_type, payload, " US_OF_AT
+/* A webhook row, PG_NCOLS columns, read by hk__pg_row_of; the envelope's
+ * columns first, then the ingress ones (NULL body: an envelope row). The
+ * statements that return it ask for binary results: the body and digest
+ * come as their bytes (no hex to decode), ids and times as 8 bytes. */
+#define COLS \
+    "id, source, event_type, payload, " US_OF_AT ", body, content_type, delivery_id, body_sha256," \
+    " headers, verified, client_addr"
 
 /* The credentials' times may be far off (a token that expires in 9999):
  * int8 * interval goes through float8, exact only below 2^53 us (2255), so
@@ -71,27 +96,39 @@ const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg
     "encode(hash, 'hex'), subject, scopes, encode(csrf_hash, 'hex'), " US_OF("expires_at")
 
 enum stmt_id {
-    S_INS, S_INS_IDEM, S_GET, S_DEL, S_LIST0, S_PING = S_LIST0 + 4,
+    S_INS, S_INS_IDEM, S_INS_HOOK, S_GET, S_DEL, S_LIST0, S_PING = S_LIST0 + 8,
     S_TOK_PUT, S_TOK_GET, S_TOK_LIST, S_TOK_REVOKE, S_SES_PUT, S_SES_GET, S_SES_DEL,
     S_COUNT
 };
 
-#define MAX_PARAMS 6
+#define MAX_PARAMS 10
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
+/* One list statement: bit 0 = source, bit 1 = event_type, bit 2 =
+ * delivery_id; $3 the keyset bound, $4 the limit (NULL: none), $5 the
+ * delivery id. One statement per combination so each uses its index (a
+ * delivery id, with a source or without: the unique webhooks_delivery on
+ * (delivery_id, source), whose NOT NULL `delivery_id = $5` implies; a
+ * handful of rows per id at most). */
+#define LIST_STMT(name, where)                                                                   \
+    {name, "SELECT " COLS " FROM webhooks WHERE " where "id < $3 ORDER BY id DESC LIMIT $4", 5, \
+     {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8, OID_TEXT}, 1}
+
 /* Prepared once per connection. Every statement declares its parameter
- * types, so the list variants may leave some parameters unused. */
+ * types, so the list variants may leave some parameters unused. `binary`:
+ * results in binary format (a webhook row, or an id). */
 static const struct {
     const char *name;
     const char *sql;
     int nparams;
     Oid types[MAX_PARAMS];
+    int binary;
 } stmts[S_COUNT] = {
     [S_INS] = {"ins",
                "INSERT INTO webhooks(source, event_type, payload, received_at)"
                " VALUES($1, $2, $3, " AT_OF_US("$4") ") RETURNING id",
-               4, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8}},
+               4, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8}, 1},
     /* DO UPDATE rather than DO NOTHING: it waits for a concurrent insert of
      * the same key and then returns that row, where DO NOTHING returns no row
      * and a follow-up SELECT in the same statement cannot see it (snapshot).
@@ -102,39 +139,44 @@ static const struct {
                     " ON CONFLICT (source, idem_key) WHERE idem_key IS NOT NULL"
                     " DO UPDATE SET idem_key = EXCLUDED.idem_key"
                     " RETURNING " COLS ", xmax = 0",
-                    5, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_TEXT}},
-    [S_GET] = {"get", "SELECT " COLS " FROM webhooks WHERE id = $1", 1, {OID_INT8}},
-    [S_DEL] = {"del", "DELETE FROM webhooks WHERE id = $1", 1, {OID_INT8}},
-    /* bit 0 = source, bit 1 = event_type; $3 the keyset bound, $4 the limit
-     * (NULL: none). One statement per combination so each uses its index. */
-    [S_LIST0] = {"list0",
-                 "SELECT " COLS " FROM webhooks WHERE id < $3 ORDER BY id DESC LIMIT $4",
-                 4, {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8}},
-    [S_LIST0 + 1] = {"list1",
-                     "SELECT " COLS " FROM webhooks WHERE source = $1 AND id < $3"
-                     " ORDER BY id DESC LIMIT $4",
-                     4, {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8}},
-    [S_LIST0 + 2] = {"list2",
-                     "SELECT " COLS " FROM webhooks WHERE event_type = $2 AND id < $3"
-                     " ORDER BY id DESC LIMIT $4",
-                     4, {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8}},
-    [S_LIST0 + 3] = {"list3",
-                     "SELECT " COLS " FROM webhooks WHERE source = $1 AND event_type = $2"
-                     " AND id < $3 ORDER BY id DESC LIMIT $4",
-                     4, {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8}},
-    [S_PING] = {"ping", "SELECT 1", 0, {0}},
+                    5, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_TEXT}, 1},
+    /* An ingress row (the payload stays NULL: the body is the payload),
+     * deduplicated on (source, delivery_id) as ins_idem is on its key: a
+     * delivery stored already comes back instead, after waiting for a
+     * concurrent insert of the same one, in this process or another. A NULL
+     * delivery id never conflicts. */
+    [S_INS_HOOK] = {"ins_hook",
+                    "INSERT INTO webhooks(source, event_type, received_at, body, content_type,"
+                    " delivery_id, body_sha256, headers, verified, client_addr)"
+                    " VALUES($1, $2, " AT_OF_US("$3") ", $4, $5, $6, $7, $8, $9, $10)"
+                    " ON CONFLICT (source, delivery_id) WHERE delivery_id IS NOT NULL"
+                    " DO UPDATE SET delivery_id = EXCLUDED.delivery_id"
+                    " RETURNING " COLS ", xmax = 0",
+                    10, {OID_TEXT, OID_TEXT, OID_INT8, OID_BYTEA, OID_TEXT, OID_TEXT, OID_BYTEA, OID_TEXT,
+                         OID_TEXT, OID_TEXT}, 1},
+    [S_GET] = {"get", "SELECT " COLS " FROM webhooks WHERE id = $1", 1, {OID_INT8}, 1},
+    [S_DEL] = {"del", "DELETE FROM webhooks WHERE id = $1", 1, {OID_INT8}, 0},
+    [S_LIST0] = LIST_STMT("list0", ""),
+    [S_LIST0 + 1] = LIST_STMT("list1", "source = $1 AND "),
+    [S_LIST0 + 2] = LIST_STMT("list2", "event_type = $2 AND "),
+    [S_LIST0 + 3] = LIST_STMT("list3", "source = $1 AND event_type = $2 AND "),
+    [S_LIST0 + 4] = LIST_STMT("list4", "delivery_id = $5 AND "),
+    [S_LIST0 + 5] = LIST_STMT("list5", "source = $1 AND delivery_id = $5 AND "),
+    [S_LIST0 + 6] = LIST_STMT("list6", "event_type = $2 AND delivery_id = $5 AND "),
+    [S_LIST0 + 7] = LIST_STMT("list7", "source = $1 AND event_type = $2 AND delivery_id = $5 AND "),
+    [S_PING] = {"ping", "SELECT 1", 0, {0}, 0},
     /* ON CONFLICT DO NOTHING: a name or hash stored already is "0 rows"
      * (HK_ECONFLICT), not an error that would fail the whole group. */
     [S_TOK_PUT] = {"tok_put",
                    "INSERT INTO api_tokens(name, hash, scopes, created_at, expires_at)"
                    " VALUES($1, $2, $3, " AT_OF("$4") ", " AT_OF("$5") ") ON CONFLICT DO NOTHING",
-                   5, {OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, OID_INT8}},
+                   5, {OID_TEXT, OID_BYTEA, OID_INT8, OID_INT8, OID_INT8}, 0},
     [S_TOK_GET] = {"tok_get", "SELECT " TOKEN_COLS " FROM api_tokens WHERE hash = $1", 1,
-                   {OID_BYTEA}},
+                   {OID_BYTEA}, 0},
     /* COLLATE "C": byte order, as SQLite's BINARY, whatever the database's. */
     [S_TOK_LIST] = {"tok_list",
                     "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY name COLLATE \"C\" LIMIT $1", 1,
-                    {OID_INT8}},
+                    {OID_INT8}, 0},
     /* coalesce keeps the first revocation's time. The token's sessions go
      * in the same statement, on every revoke of an existing token (a
      * repeated one too): none outlives the revocation's commit. */
@@ -143,7 +185,7 @@ static const struct {
                       " WHERE name = $1 RETURNING " TOKEN_COLS "),"
                       " s AS (DELETE FROM sessions WHERE subject IN (SELECT name FROM t))"
                       " SELECT * FROM t",
-                      2, {OID_TEXT, OID_INT8}},
+                      2, {OID_TEXT, OID_INT8}, 0},
     /* A few expired sessions go first, with each new one. SKIP LOCKED: two
      * sweeps (other loops, other replicas) never wait for each other, nor
      * for a SESSION_DEL. */
@@ -153,14 +195,14 @@ static const struct {
                    " LIMIT " STR(HK_STORE_SWEEP_MAX) " FOR UPDATE SKIP LOCKED))"
                    " INSERT INTO sessions(hash, subject, scopes, csrf_hash, expires_at)"
                    " VALUES($1, $2, $3, $4, " AT_OF("$5") ") ON CONFLICT DO NOTHING",
-                   6, {OID_BYTEA, OID_TEXT, OID_INT8, OID_BYTEA, OID_INT8, OID_INT8}},
+                   6, {OID_BYTEA, OID_TEXT, OID_INT8, OID_BYTEA, OID_INT8, OID_INT8}, 0},
     [S_SES_GET] = {"ses_get",
                    "SELECT " SESSION_COLS " FROM sessions WHERE hash = $1 AND expires_at > " AT_OF("$2"),
-                   2, {OID_BYTEA, OID_INT8}},
+                   2, {OID_BYTEA, OID_INT8}, 0},
     /* Deleted even when expired, but then reported as not found. */
     [S_SES_DEL] = {"ses_del",
                    "DELETE FROM sessions WHERE hash = $1 RETURNING expires_at > " AT_OF("$2"),
-                   2, {OID_BYTEA, OID_INT8}},
+                   2, {OID_BYTEA, OID_INT8}, 0},
 };
 
 int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check)
@@ -283,8 +325,28 @@ static enum stmt_id bind_cred(const struct hk_store_op *op, struct params *p)
     }
 }
 
+/* An ingress row. The body is never NULL, even when empty: a NULL body
+ * marks an envelope row (and libpq sends NULL for a NULL pointer). */
+static enum stmt_id bind_hook(const struct hk_webhook *r, struct params *p)
+{
+    param_bytes(p, 0, r->source, r->source_len);
+    param_bytes(p, 1, r->event_type, r->event_type_len);
+    param_i64(p, 2, r->received_us);
+    param_bytes(p, 3, r->body_len > 0 ? (const void *)r->body : "", r->body_len);
+    param_bytes(p, 4, r->content_type, r->content_type_len);
+    param_bytes(p, 5, r->delivery_id, r->delivery_id_len);
+    param_bytes(p, 6, r->body_sha256, 32);
+    param_bytes(p, 7, r->headers, r->headers_len);
+    param_bytes(p, 8, r->verified, r->verified_len);
+    param_bytes(p, 9, r->client_addr, r->client_addr_len);
+    p->n = 10;
+    return S_INS_HOOK;
+}
+
 static enum stmt_id bind_insert(const struct hk_store_op *op, struct params *p)
 {
+    if (op->row.ingress)
+        return bind_hook(&op->row, p);
     p->v[0] = op->row.source;
     p->len[0] = (int)op->row.source_len;
     p->v[1] = op->row.event_type;
@@ -311,13 +373,15 @@ static enum stmt_id bind_list(const struct hk_list_query *q, struct params *p)
         p->v[3] = be64(p->b2, (int64_t)q->limit + (q->stream ? 1 : 0));
         p->len[3] = 8;
     }
-    p->n = 4;
-    return S_LIST0 + (q->source ? 1 : 0) + (q->event_type ? 2 : 0);
+    p->v[4] = q->delivery_id;
+    p->len[4] = (int)q->delivery_id_len;
+    p->n = 5;
+    return S_LIST0 + (q->source ? 1 : 0) + (q->event_type ? 2 : 0) + (q->delivery_id ? 4 : 0);
 }
 
 int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op)
 {
-    static const int fmt[MAX_PARAMS] = {1, 1, 1, 1, 1, 1};
+    static const int fmt[MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     struct params p = {0};
     enum stmt_id id;
     switch (op->kind) {
@@ -338,7 +402,7 @@ int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op)
         id = bind_cred(op, &p);
         break;
     }
-    return hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, fmt, 0) ? 0 : -1;
+    return hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, fmt, stmts[id].binary) ? 0 : -1;
 }
 
 int hk__pg_send_ping(PGconn *pc)
@@ -346,29 +410,38 @@ int hk__pg_send_ping(PGconn *pc)
     return hk_pq.PQsendQueryPrepared(pc, stmts[S_PING].name, 0, NULL, NULL, NULL, 0) ? 0 : -1;
 }
 
-/* Text PostgreSQL takes: UTF-8 (the session's client_encoding) without NUL. */
+/* Text PostgreSQL takes: UTF-8 (the session's client_encoding) without
+ * NUL, and no longer than a field may be (row_int.h). */
 static bool text_ok(const char *p, size_t n)
 {
-    return !p || hk_utf8_valid(p, n, false);
+    return hk__row_text_ok(p, n);
 }
 
 /* One it refuses (NULL in a NOT NULL column, text that is not UTF-8 or
  * holds a NUL) fails the statement, which costs the rest of its group a
- * second trip. */
+ * second trip. An ingress row was checked at submit (hk__row_begin). */
 bool hk__pg_params_ok(const struct hk_store_op *op)
 {
     if (hk__cred_kind(op->kind))
         return hk__cred_check(op) == 0;   /* ASCII names, ranged numbers */
     if (op->kind == HK_OP_LIST)
         return text_ok(op->list.source, op->list.source_len) &&
-               text_ok(op->list.event_type, op->list.event_type_len);
+               text_ok(op->list.event_type, op->list.event_type_len) &&
+               text_ok(op->list.delivery_id, op->list.delivery_id_len);
     if (op->kind != HK_OP_INSERT)
+        return true;
+    if (op->row.ingress)
         return true;
     return op->row.source && op->row.event_type &&
            text_ok(op->row.source, op->row.source_len) &&
            text_ok(op->row.event_type, op->row.event_type_len) &&
            text_ok(op->row.payload, op->row.payload_len) &&
            text_ok(op->idem_key, op->idem_key ? strlen(op->idem_key) : 0);
+}
+
+bool hk__pg_insert_returns_row(const struct hk_store_op *op)
+{
+    return op->row.ingress || op->idem_key;
 }
 
 /* ---- answers ------------------------------------------------------------ */
@@ -385,21 +458,68 @@ int64_t hk__pg_to_i64(const char *s)
     return neg ? (int64_t)(0 - v) : (int64_t)v;
 }
 
-void hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row)
+/* A binary int8 column. */
+static bool i64_of(const PGresult *res, int i, int col, int64_t *out)
 {
-    row->id = hk__pg_to_i64(hk_pq.PQgetvalue(res, i, 0));
-    row->source = hk_pq.PQgetvalue(res, i, 1);
-    row->source_len = (size_t)hk_pq.PQgetlength(res, i, 1);
-    row->event_type = hk_pq.PQgetvalue(res, i, 2);
-    row->event_type_len = (size_t)hk_pq.PQgetlength(res, i, 2);
-    if (hk_pq.PQgetisnull(res, i, 3)) {
-        row->payload = NULL;
-        row->payload_len = 0;
-    } else {
-        row->payload = hk_pq.PQgetvalue(res, i, 3);
-        row->payload_len = (size_t)hk_pq.PQgetlength(res, i, 3);
+    if (hk_pq.PQgetisnull(res, i, col) || hk_pq.PQgetlength(res, i, col) != 8)
+        return false;
+    const unsigned char *p = (const unsigned char *)hk_pq.PQgetvalue(res, i, col);
+    uint64_t v = 0;
+    for (int k = 0; k < 8; k++)
+        v = v << 8 | p[k];
+    *out = (int64_t)v;
+    return true;
+}
+
+/* A binary text or bytea column: its bytes, NULL stays NULL. */
+static void bytes_of(const PGresult *res, int i, int col, const char **p, size_t *n)
+{
+    if (hk_pq.PQgetisnull(res, i, col)) {
+        *p = NULL;
+        *n = 0;
+        return;
     }
-    row->received_us = hk__pg_to_i64(hk_pq.PQgetvalue(res, i, 4));
+    *p = hk_pq.PQgetvalue(res, i, col);
+    *n = (size_t)hk_pq.PQgetlength(res, i, col);
+}
+
+bool hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row)
+{
+    const char *p;
+    size_t n;
+    if (hk_pq.PQnfields(res) < PG_NCOLS || !i64_of(res, i, 0, &row->id) ||
+        !i64_of(res, i, 4, &row->received_us))
+        return false;
+    bytes_of(res, i, 1, &row->source, &row->source_len);
+    bytes_of(res, i, 2, &row->event_type, &row->event_type_len);
+    bytes_of(res, i, 3, &row->payload, &row->payload_len);
+    bytes_of(res, i, 5, &p, &n);
+    row->ingress = p != NULL;
+    row->body = (const uint8_t *)p;
+    row->body_len = n;
+    bytes_of(res, i, 6, &row->content_type, &row->content_type_len);
+    bytes_of(res, i, 7, &row->delivery_id, &row->delivery_id_len);
+    bytes_of(res, i, 8, &p, &n);
+    /* The CHECK constraint keeps it at 32 bytes; anything else reads as none. */
+    row->body_sha256 = n == 32 ? (const uint8_t *)p : NULL;
+    bytes_of(res, i, 9, &row->headers, &row->headers_len);
+    bytes_of(res, i, 10, &row->verified, &row->verified_len);
+    bytes_of(res, i, 11, &row->client_addr, &row->client_addr_len);
+    return row->source && row->event_type;
+}
+
+bool hk__pg_id_of(const PGresult *res, int64_t *id)
+{
+    return hk_pq.PQntuples(res) == 1 && hk_pq.PQnfields(res) >= 1 && i64_of(res, 0, 0, id);
+}
+
+bool hk__pg_inserted_of(const PGresult *res, bool *inserted)
+{
+    if (hk_pq.PQnfields(res) <= PG_NCOLS || hk_pq.PQgetisnull(res, 0, PG_NCOLS) ||
+        hk_pq.PQgetlength(res, 0, PG_NCOLS) != 1)
+        return false;
+    *inserted = hk_pq.PQgetvalue(res, 0, PG_NCOLS)[0] != 0;
+    return true;
 }
 
 static int hexval(char c)

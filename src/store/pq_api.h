@@ -44,6 +44,7 @@
     X(char *, PQresultErrorField, (const PGresult *res, int fieldcode))                          \
     X(char *, PQresultErrorMessage, (const PGresult *res))                                       \
     X(int, PQntuples, (const PGresult *res))                                                     \
+    X(int, PQnfields, (const PGresult *res))                                                     \
     X(char *, PQgetvalue, (const PGresult *res, int tup_num, int field_num))                     \
     X(int, PQgetlength, (const PGresult *res, int tup_num, int field_num))                       \
     X(int, PQgetisnull, (const PGresult *res, int tup_num, int field_num))                       \

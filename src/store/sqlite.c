@@ -14,21 +14,30 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "store/cred_int.h"
+#include "store/row_int.h"
 
 #define HK_SQLITE_WARM_MS 10           /* a loop's read connection opens by then */
 
 #define SQL_GET "SELECT " COLS " FROM webhooks WHERE id = ?1"
 
 /* One list statement per filter combination, so each can use its index:
- * bit 0 = source, bit 1 = event_type. ?3 is the keyset bound, ?4 the limit. */
-static const char *const list_sql[4] = {
-    "SELECT " COLS " FROM webhooks WHERE id < ?3 ORDER BY id DESC LIMIT ?4",
-    "SELECT " COLS " FROM webhooks WHERE source = ?1 AND id < ?3"
-    " ORDER BY id DESC LIMIT ?4",
-    "SELECT " COLS " FROM webhooks WHERE event_type = ?2 AND id < ?3"
-    " ORDER BY id DESC LIMIT ?4",
-    "SELECT " COLS " FROM webhooks WHERE source = ?1 AND event_type = ?2 AND id < ?3"
-    " ORDER BY id DESC LIMIT ?4",
+ * bit 0 = source, bit 1 = event_type, bit 2 = delivery_id. ?3 is the keyset
+ * bound, ?4 the limit, ?5 the delivery id. A delivery id with a source is
+ * one row at most; with or without one, the unique webhooks_delivery on
+ * (delivery_id, source) serves it (`delivery_id = ?5` implies the partial
+ * index's NOT NULL). */
+#define LIST_SQL(where) "SELECT " COLS " FROM webhooks WHERE " where "id < ?3 ORDER BY id DESC LIMIT ?4"
+static const char *const list_sql[8] = {
+    LIST_SQL(""),
+    LIST_SQL("source = ?1 AND "),
+    LIST_SQL("event_type = ?2 AND "),
+    LIST_SQL("source = ?1 AND event_type = ?2 AND "),
+    LIST_SQL("delivery_id = ?5 AND "),
+    LIST_SQL("source = ?1 AND delivery_id = ?5 AND "),
+    /* The unary + keeps the planner off (event_type, id): a delivery id
+     * matches a handful of rows, an event type may match millions. */
+    LIST_SQL("+event_type = ?2 AND delivery_id = ?5 AND "),
+    LIST_SQL("source = ?1 AND +event_type = ?2 AND delivery_id = ?5 AND "),
 };
 
 /* Credentials. Every authenticated request runs SQL_TOKEN_GET or
@@ -41,21 +50,52 @@ static const char *const list_sql[4] = {
 
 /* ---- shared with the writer --------------------------------------------- */
 
+/* A text column: NULL stays NULL. */
+static void text_col(sqlite3_stmt *stmt, int i, const char **p, size_t *n)
+{
+    if (sqlite3_column_type(stmt, i) == SQLITE_NULL) {
+        *p = NULL;
+        *n = 0;
+        return;
+    }
+    *p = (const char *)sqlite3_column_text(stmt, i);
+    *n = (size_t)sqlite3_column_bytes(stmt, i);
+}
+
 void hk__sq_row(sqlite3_stmt *stmt, struct hk_webhook *row)
 {
+    static const uint8_t empty[1];
     row->id = sqlite3_column_int64(stmt, 0);
     row->source = (const char *)sqlite3_column_text(stmt, 1);
     row->source_len = (size_t)sqlite3_column_bytes(stmt, 1);
     row->event_type = (const char *)sqlite3_column_text(stmt, 2);
     row->event_type_len = (size_t)sqlite3_column_bytes(stmt, 2);
-    if (sqlite3_column_type(stmt, 3) == SQLITE_NULL) {
-        row->payload = NULL;
-        row->payload_len = 0;
-    } else {
-        row->payload = (const char *)sqlite3_column_text(stmt, 3);
-        row->payload_len = (size_t)sqlite3_column_bytes(stmt, 3);
-    }
+    text_col(stmt, 3, &row->payload, &row->payload_len);
     row->received_us = sqlite3_column_int64(stmt, 4);
+    /* An ingress row is one with a body, an empty one included: a
+     * zero-length blob is not NULL (run_insert_hook binds a zeroblob), but
+     * sqlite3_column_blob returns NULL for it. */
+    row->ingress = sqlite3_column_type(stmt, 5) != SQLITE_NULL;
+    if (!row->ingress) {
+        row->body = NULL;
+        row->body_len = 0;
+        row->body_sha256 = NULL;
+        row->content_type = row->delivery_id = row->headers = row->verified = row->client_addr = NULL;
+        row->content_type_len = row->delivery_id_len = row->headers_len = row->verified_len = 0;
+        row->client_addr_len = 0;
+        return;
+    }
+    const void *body = sqlite3_column_blob(stmt, 5);
+    row->body_len = (size_t)sqlite3_column_bytes(stmt, 5);
+    row->body = body ? body : empty;
+    text_col(stmt, 6, &row->content_type, &row->content_type_len);
+    text_col(stmt, 7, &row->delivery_id, &row->delivery_id_len);
+    /* The CHECK constraint keeps it at 32 bytes; anything else reads as none. */
+    const void *sha = sqlite3_column_blob(stmt, 8);
+    row->body_sha256 = sha && sqlite3_column_bytes(stmt, 8) == 32 ? sha : NULL;
+    text_col(stmt, 9, &row->headers, &row->headers_len);
+    text_col(stmt, 10, &row->verified, &row->verified_len);
+    text_col(stmt, 11, &row->client_addr, &row->client_addr_len);
 }
 
 /* A blob column of exactly 32 bytes (the CHECK constraints see to it);
@@ -243,7 +283,7 @@ static void loop_free_db(struct sq_loop *sl)
     sl->tok_list = NULL;
     sqlite3_finalize(sl->ses_get);
     sl->ses_get = NULL;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 8; i++) {
         sqlite3_finalize(sl->list[i]);
         sl->list[i] = NULL;
     }
@@ -267,7 +307,7 @@ static int reader_open(struct sq_loop *sl)
         rc = sqlite3_busy_timeout(sl->db, sl->st->busy_ms);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(sl->db, SQL_GET, -1, SQLITE_PREPARE_PERSISTENT, &sl->get, NULL);
-    for (int i = 0; i < 4 && rc == SQLITE_OK; i++)
+    for (int i = 0; i < 8 && rc == SQLITE_OK; i++)
         rc = sqlite3_prepare_v3(sl->db, list_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                 &sl->list[i], NULL);
     if (rc == SQLITE_OK)
@@ -329,7 +369,7 @@ static void do_get(struct sq_loop *sl, struct hk_store_op *op)
 static void list_batch(struct sq_loop *sl, struct hk_store_op *op)
 {
     const struct hk_list_query *q = &op->list;
-    unsigned variant = (q->source ? 1u : 0u) | (q->event_type ? 2u : 0u);
+    unsigned variant = (q->source ? 1u : 0u) | (q->event_type ? 2u : 0u) | (q->delivery_id ? 4u : 0u);
     sqlite3_stmt *cached = sl->list[variant];
     sqlite3_stmt *stmt = NULL;
     uint32_t n = 0;
@@ -341,6 +381,8 @@ static void list_batch(struct sq_loop *sl, struct hk_store_op *op)
         rc = hk__sq_bind_str(stmt, 1, q->source, q->source_len);
     if (rc == SQLITE_OK && q->event_type)
         rc = hk__sq_bind_str(stmt, 2, q->event_type, q->event_type_len);
+    if (rc == SQLITE_OK && q->delivery_id)
+        rc = hk__sq_bind_str(stmt, 5, q->delivery_id, q->delivery_id_len);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(stmt, 3, q->before > 0 ? q->before : INT64_MAX);
     if (rc == SQLITE_OK)
@@ -476,6 +518,11 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
         }
         return 0;
     case HK_OP_INSERT:
+        if (hk__row_begin(op) < 0) {
+            op->status = HK_EINVAL;
+            op->on_done(op);
+            return 0;
+        }
         /* received_us is when the request was accepted, not when the writer
          * got to it: queueing under load does not shift timestamps. */
         op->row.received_us = hk_wall_us();

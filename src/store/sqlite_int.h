@@ -24,7 +24,11 @@
 #define HK_SQLITE_QUEUE_MAX 65536      /* queued writes before submit says HK_EBUSY */
 #define HK_SQLITE_BUSY_MS 5000         /* another process holding the write lock */
 
-#define COLS "id, source, event_type, payload, received_us"
+/* A webhook row: the envelope's columns, then the ingress ones (migration 3;
+ * `body` NULL for an envelope row). hk__sq_row reads them in this order. */
+#define COLS \
+    "id, source, event_type, payload, received_us, body, content_type, delivery_id, body_sha256," \
+    " headers, verified, client_addr"
 #define TOKEN_COLS "name, hash, scopes, created_us, expires_us, revoked_us"
 #define SESSION_COLS "hash, subject, scopes, csrf_hash, expires_us"
 
@@ -34,6 +38,7 @@ struct sq_store {
     char *dir;                      /* the database's directory, for statvfs */
     sqlite3 *db;                    /* the write connection; writer thread only */
     sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del, *probe_ins, *probe_del;
+    sqlite3_stmt *ins_hook, *delivery;    /* ingress rows: insert, and find by delivery id */
     sqlite3_stmt *tok_ins, *tok_revoke, *tok_revoke_ses, *ses_sweep, *ses_ins, *ses_del;
     uv_thread_t writer;
     bool writer_started;            /* guarded by mu */
@@ -60,7 +65,7 @@ struct sq_loop {
     struct sq_store *st;
     sqlite3 *db;                    /* read-only; this loop's thread only */
     sqlite3_stmt *get;
-    sqlite3_stmt *list[4];
+    sqlite3_stmt *list[8];         /* by filter: bit 0 source, 1 event_type, 2 delivery_id */
     sqlite3_stmt *tok_get, *tok_list, *ses_get;
     uv_async_t async;
     uv_timer_t warm;                /* opens db shortly after start */
@@ -72,9 +77,10 @@ struct sq_loop {
     struct hk_store_op *done_head, *done_tail;
 };
 
-/* An idempotent replay (op->be.sq.replay): the original row, copied out of
- * the writer's statement so the loop thread can read it after the statement
- * moved on. Freed once on_done has returned. */
+/* A replay (op->be.sq.replay: an idempotency key or a delivery id stored
+ * already): the original row, every string and the body copied out of the
+ * writer's statement into `bytes`, so the loop thread can read it after the
+ * statement moved on. Freed once on_done has returned. */
 struct sq_replay {
     struct hk_webhook row;
     char bytes[];

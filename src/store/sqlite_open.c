@@ -44,6 +44,21 @@ static const char *const migrations[] = {
     " csrf_hash BLOB NOT NULL CHECK (length(csrf_hash) = 32),"
     " expires_us INTEGER NOT NULL);"
     "CREATE INDEX sessions_expires ON sessions(expires_us);",
+    /* 3: ingress deliveries (docs/ingress.md). `body` is NULL for an
+     * envelope row and never NULL for an ingress row (an empty body is a
+     * zero-length blob). ADD COLUMN rewrites nothing: old rows read NULL. */
+    "ALTER TABLE webhooks ADD COLUMN body BLOB;"
+    "ALTER TABLE webhooks ADD COLUMN content_type TEXT;"
+    "ALTER TABLE webhooks ADD COLUMN delivery_id TEXT;"
+    "ALTER TABLE webhooks ADD COLUMN body_sha256 BLOB CHECK (length(body_sha256) = 32);"
+    "ALTER TABLE webhooks ADD COLUMN headers TEXT;"
+    "ALTER TABLE webhooks ADD COLUMN verified TEXT;"
+    "ALTER TABLE webhooks ADD COLUMN client_addr TEXT;"
+    /* One index for both the dedup (delivery_id, source) and the
+     * deliveryId filter (its prefix; a handful of rows per id at most):
+     * every ingress insert maintains one index fewer. */
+    "CREATE UNIQUE INDEX webhooks_delivery ON webhooks(delivery_id, source)"
+    " WHERE delivery_id IS NOT NULL;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -25,6 +25,11 @@
     "INSERT INTO webhooks(source, event_type, payload, received_us, idem_key)" \
     " VALUES(?1, ?2, ?3, ?4, ?5)"
 #define SQL_IDEM "SELECT " COLS " FROM webhooks WHERE source = ?1 AND idem_key = ?2"
+/* An ingress row. The payload stays NULL: the body is the payload. */
+#define SQL_INSERT_HOOK \
+    "INSERT INTO webhooks(source, event_type, received_us, body, content_type, delivery_id," \
+    " body_sha256, headers, verified, client_addr) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+#define SQL_DELIVERY "SELECT " COLS " FROM webhooks WHERE source = ?1 AND delivery_id = ?2"
 #define SQL_DELETE "DELETE FROM webhooks WHERE id = ?1"
 /* Credentials. ON CONFLICT DO NOTHING turns a name or hash stored already
  * into "no change" (HK_ECONFLICT) instead of a constraint error. */
@@ -68,42 +73,117 @@ static bool op_error(sqlite3 *db, int rc)
             primary == SQLITE_MISMATCH) && !sqlite3_get_autocommit(db);
 }
 
-/* Look up (source, idem_key). Returns SQLITE_ROW after turning `op` into a
- * replay of the stored row, SQLITE_DONE when there is none, or an error. */
-static int find_idem(struct sq_store *st, struct hk_store_op *op)
+/* Copy n bytes of src to *p and move *p past them. NULL stays NULL; an
+ * empty value gets a valid pointer. */
+static const void *copy_field(char **p, const void *src, size_t n)
 {
-    sqlite3_stmt *stmt = st->idem;
+    if (!src)
+        return NULL;
+    char *dst = *p;
+    if (n > 0)
+        memcpy(dst, src, n);
+    *p += n;
+    return dst;
+}
+
+/* The replay record of `orig`: one allocation holding the row and a copy
+ * of everything it points to. */
+static struct sq_replay *replay_new(const struct hk_webhook *orig)
+{
+    size_t sha_len = orig->body_sha256 ? 32 : 0;
+    size_t n = orig->source_len + orig->event_type_len + orig->payload_len + orig->body_len + sha_len +
+               orig->content_type_len + orig->delivery_id_len + orig->headers_len + orig->verified_len +
+               orig->client_addr_len;
+    struct sq_replay *rb = malloc(sizeof *rb + n);
+    if (!rb)
+        abort();   /* process-wide OOM policy (see core/buf.h) */
+    char *p = rb->bytes;
+    rb->row = *orig;
+    rb->row.source = copy_field(&p, orig->source, orig->source_len);
+    rb->row.event_type = copy_field(&p, orig->event_type, orig->event_type_len);
+    rb->row.payload = copy_field(&p, orig->payload, orig->payload_len);
+    rb->row.body = copy_field(&p, orig->body, orig->body_len);
+    rb->row.body_sha256 = copy_field(&p, orig->body_sha256, sha_len);
+    rb->row.content_type = copy_field(&p, orig->content_type, orig->content_type_len);
+    rb->row.delivery_id = copy_field(&p, orig->delivery_id, orig->delivery_id_len);
+    rb->row.headers = copy_field(&p, orig->headers, orig->headers_len);
+    rb->row.verified = copy_field(&p, orig->verified, orig->verified_len);
+    rb->row.client_addr = copy_field(&p, orig->client_addr, orig->client_addr_len);
+    assert(p == rb->bytes + n);
+    return rb;
+}
+
+/* Look up the stored row with this source and key, with `stmt` (SQL_IDEM
+ * or SQL_DELIVERY). Returns SQLITE_ROW after turning `op` into a replay of
+ * it, SQLITE_DONE when there is none, or an error. */
+static int find_orig(sqlite3_stmt *stmt, struct hk_store_op *op, const char *key, size_t key_len)
+{
     int rc = hk__sq_bind_str(stmt, 1, op->row.source, op->row.source_len);
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(stmt, 2, op->idem_key, -1, SQLITE_STATIC);
+        rc = hk__sq_bind_str(stmt, 2, key, key_len);
     if (rc != SQLITE_OK)
         goto out;
     rc = sqlite3_step(stmt);
     if (rc != SQLITE_ROW)
         goto out;
-
     struct hk_webhook orig;
     hk__sq_row(stmt, &orig);
-    size_t n = orig.source_len + orig.event_type_len + orig.payload_len;
-    struct sq_replay *rb = malloc(sizeof *rb + n);
-    if (!rb)
-        abort();   /* process-wide OOM policy (see core/buf.h) */
-    char *p = rb->bytes;
-    rb->row = orig;
-    rb->row.source = p;
-    memcpy(p, orig.source, orig.source_len);
-    p += orig.source_len;
-    rb->row.event_type = p;
-    memcpy(p, orig.event_type, orig.event_type_len);
-    p += orig.event_type_len;
-    if (orig.payload) {
-        rb->row.payload = p;
-        memcpy(p, orig.payload, orig.payload_len);
-    }
-    op->be.sq.replay = rb;
+    op->be.sq.replay = replay_new(&orig);
     op->replayed = true;
     op->status = 0;
 out:
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+/* An ingress row (store.h). The lookup and the insert run in the batch's
+ * transaction, which holds the database's write lock from its BEGIN
+ * IMMEDIATE: no other writer, in this process or another, can store the
+ * same delivery in between, so a duplicate always finds the original here
+ * (a second one in the same batch finds the first) and the unique index
+ * never has to refuse one. Same contract as run_insert. */
+static int run_insert_hook(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->ins_hook;
+    const struct hk_webhook *r = &op->row;
+    int rc = r->delivery_id ? find_orig(st->delivery, op, r->delivery_id, r->delivery_id_len) : SQLITE_DONE;
+
+    if (rc == SQLITE_ROW)
+        return SQLITE_OK;
+    if (rc == SQLITE_DONE)
+        rc = hk__sq_bind_str(stmt, 1, r->source, r->source_len);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 2, r->event_type, r->event_type_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 3, r->received_us);
+    /* Never NULL, even when empty: a NULL body marks an envelope row, and
+     * sqlite3_bind_blob binds NULL for a NULL pointer. */
+    if (rc == SQLITE_OK)
+        rc = r->body_len > 0 ? sqlite3_bind_blob64(stmt, 4, r->body, r->body_len, SQLITE_STATIC)
+                             : sqlite3_bind_zeroblob(stmt, 4, 0);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 5, r->content_type, r->content_type_len);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 6, r->delivery_id, r->delivery_id_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_blob(stmt, 7, r->body_sha256, 32, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 8, r->headers, r->headers_len);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 9, r->verified, r->verified_len);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 10, r->client_addr, r->client_addr_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) {
+        op->row.id = sqlite3_last_insert_rowid(st->db);
+        op->status = 0;
+        rc = SQLITE_OK;
+    } else if (op_error(st->db, rc)) {
+        op->status = HK_EINVAL;
+        rc = SQLITE_OK;
+    }
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
     return rc;
@@ -115,10 +195,12 @@ static int run_insert(struct sq_store *st, struct hk_store_op *op)
 {
     sqlite3_stmt *stmt = st->ins;
     const struct hk_webhook *r = &op->row;
-    int rc = op->idem_key ? find_idem(st, op) : SQLITE_DONE;
+    if (r->ingress)
+        return run_insert_hook(st, op);
+    int rc = op->idem_key ? find_orig(st->idem, op, op->idem_key, strlen(op->idem_key)) : SQLITE_DONE;
 
     if (rc == SQLITE_ROW)
-        return SQLITE_OK;   /* a replay: find_idem has filled in the op */
+        return SQLITE_OK;   /* a replay: find_orig has filled in the op */
     if (rc == SQLITE_DONE)
         rc = hk__sq_bind_str(stmt, 1, r->source, r->source_len);
     if (rc == SQLITE_OK)
@@ -544,6 +626,10 @@ int hk__sq_writer_prepare(struct sq_store *st)
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_IDEM, &st->idem);
     if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_INSERT_HOOK, &st->ins_hook);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_DELIVERY, &st->delivery);
+    if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_DELETE, &st->del);
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_TOKEN_INS, &st->tok_ins);
@@ -571,6 +657,8 @@ void hk__sq_writer_finalize(struct sq_store *st)
     sqlite3_finalize(st->rollback);
     sqlite3_finalize(st->ins);
     sqlite3_finalize(st->idem);
+    sqlite3_finalize(st->ins_hook);
+    sqlite3_finalize(st->delivery);
     sqlite3_finalize(st->del);
     sqlite3_finalize(st->tok_ins);
     sqlite3_finalize(st->tok_revoke);

@@ -21,6 +21,8 @@ struct hk_list_query {
     size_t source_len;
     const char *event_type;
     size_t event_type_len;
+    const char *delivery_id;
+    size_t delivery_id_len;
     uint32_t limit;        /* rows per batch; the list ends after one batch unless `stream` */
     bool stream;           /* deliver every matching row, batch by batch (see hk_store_op.more) */
 };
@@ -60,16 +62,41 @@ typedef void (*hk_store_done_cb)(struct hk_store_op *op);
  * input strings it points to) alive until on_done has run with more == false.
  *
  * INSERT: in `row` (id and received_us ignored; the store assigns the id and
- *         sets received_us to now) and optional `idem_key`. on_row gets the
- *         stored row (after commit: the row is durable when on_row runs).
- *         With an idem_key already stored for the same source, on_row gets the
- *         original row and `replayed` is set.
+ *         sets received_us to now). on_row gets the stored row (after
+ *         commit: the row is durable when on_row runs).
+ *         An envelope row (row.ingress false; its ingress fields are not
+ *         stored, and cleared in `row` at submit) takes an optional
+ *         `idem_key`: with one already stored for the same source, on_row
+ *         gets the original row and `replayed` is set.
+ *         An ingress row (row.ingress true, docs/ingress.md) stores `body`
+ *         byte for byte (an empty body is stored empty, not NULL: `body`
+ *         may then be any pointer, NULL included), body_sha256 (32 bytes,
+ *         required), and content_type, delivery_id, headers, verified and
+ *         client_addr, each NULL or UTF-8 without NUL. Its `payload` and the
+ *         op's `idem_key` are not used: payload is stored NULL and cleared
+ *         in `row` at submit (and a NULL empty body given a pointer), so
+ *         on_row reads the new row as GET will. With a delivery_id already
+ *         stored for the
+ *         same source, whatever the body, on_row gets the original row,
+ *         `replayed` is set and nothing is stored (no time window); two
+ *         identical deliveries at once, from any loop or any process on the
+ *         same database, store one row. A NULL delivery_id never matches.
+ *         An ingress row breaking these completes with HK_EINVAL before
+ *         anything reaches the database (on_done may run inside submit,
+ *         which then returns 0).
  * GET:    in `id`; on_row once, or status HK_ENOTFOUND.
  * DELETE: in `id`; status 0 or HK_ENOTFOUND.
  * LIST:   in `list`; on_row per row, newest (highest id) first, then on_done.
+ *         Filters (source, event_type, delivery_id) combine with AND; a
+ *         delivery_id matches ingress rows only.
  *         With list.stream, on_done may come with more == true after a batch
  *         of list.limit rows: the caller must then call exactly one of
  *         hk_store_list_next() (another batch) or hk_store_list_close().
+ * Rows given to on_row (INSERT, GET, LIST) carry every field: for an
+ *         ingress row (row->ingress) body (never NULL, even when empty),
+ *         body_sha256 and the ingress strings (NULL where none was stored),
+ *         with payload NULL; for an envelope row the ingress fields are
+ *         NULL/0. All borrowed until on_row returns.
  *
  * Credentials (core/credential.h). `token` and `session` point to the
  * caller's records, which the store reads and writes until on_done; nothing

@@ -96,9 +96,12 @@ struct fres {
     ExecStatusType status;
     char sqlstate[6];
     char *message;
+    char *primary;                 /* the message's first line, no severity */
     char cmd[24];
     int nrows, ncols;
+    bool binary;                   /* int8 and bool cells in binary format */
     char **cell;                   /* nrows * ncols; NULL: SQL NULL */
+    int *clen;                     /* each cell's length */
 };
 
 static char empty[1];
@@ -109,22 +112,47 @@ static struct fres *res_new(ExecStatusType status, int nrows, int ncols)
     r->status = status;
     r->nrows = nrows;
     r->ncols = ncols;
-    if (nrows * ncols > 0)
+    if (nrows * ncols > 0) {
         r->cell = xcalloc((size_t)(nrows * ncols), sizeof *r->cell);
+        r->clen = xcalloc((size_t)(nrows * ncols), sizeof *r->clen);
+    }
     return r;
+}
+
+/* n bytes (any, NUL included) into a cell; p NULL: SQL NULL. */
+static void res_set_bytes(struct fres *r, int row, int col, const void *p, size_t n)
+{
+    assert(row < r->nrows && col < r->ncols);
+    r->cell[row * r->ncols + col] = p != NULL ? xstrndup(p, n) : NULL;
+    r->clen[row * r->ncols + col] = (int)n;
 }
 
 static void res_set(struct fres *r, int row, int col, const char *p)
 {
-    assert(row < r->nrows && col < r->ncols);
-    r->cell[row * r->ncols + col] = p != NULL ? xstrndup(p, strlen(p)) : NULL;
+    res_set_bytes(r, row, col, p, p != NULL ? strlen(p) : 0);
 }
 
 static void res_set_i64(struct fres *r, int row, int col, int64_t v)
 {
+    if (r->binary) {
+        char b[8];
+        uint64_t u = (uint64_t)v;
+        for (int i = 7; i >= 0; i--, u >>= 8)
+            b[i] = (char)(u & 0xff);
+        res_set_bytes(r, row, col, b, 8);
+        return;
+    }
     char b[24];
     snprintf(b, sizeof b, "%" PRId64, v);
     res_set(r, row, col, b);
+}
+
+static void res_set_bool(struct fres *r, int row, int col, bool v)
+{
+    if (r->binary)
+        res_set_bytes(r, row, col, v ? "\1" : "\0", 1);
+    else
+        res_set(r, row, col, v ? "t" : "f");
 }
 
 static struct fres *res_error(const char *sqlstate, const char *message)
@@ -133,6 +161,8 @@ static struct fres *res_error(const char *sqlstate, const char *message)
     if (sqlstate != NULL)
         snprintf(r->sqlstate, sizeof r->sqlstate, "%s", sqlstate);
     r->message = xstrndup(message, strlen(message));
+    const char *p = strncmp(message, "ERROR:  ", 8) == 0 ? message + 8 : message;
+    r->primary = xstrndup(p, strcspn(p, "\n"));
     return r;
 }
 
@@ -143,7 +173,9 @@ static void res_free(struct fres *r)
     for (int i = 0; i < r->nrows * r->ncols; i++)
         free(r->cell[i]);
     free(r->cell);
+    free(r->clen);
     free(r->message);
+    free(r->primary);
     free(r);
 }
 
@@ -154,6 +186,12 @@ struct frow {
     char *source, *event_type, *payload, *idem;
     int64_t received_us;
     bool live;
+    /* An ingress row (ins_hook): body non-NULL. Texts NUL-terminated. */
+    char *body;
+    size_t body_len;
+    char *content_type, *delivery, *headers, *verified, *client_addr;
+    char sha[32];
+    bool has_sha;
 };
 
 struct undo {
@@ -237,6 +275,7 @@ static size_t row_add(struct fconn *c, const char *source, const char *event_typ
         F.rows = xrealloc(F.rows, F.caprows * sizeof *F.rows);
     }
     struct frow *r = &F.rows[F.nrows];
+    memset(r, 0, sizeof *r);
     r->id = ++F.next_id;
     r->source = xstrndup(source, strlen(source));
     r->event_type = xstrndup(event_type, strlen(event_type));
@@ -285,7 +324,9 @@ static struct frow *row_by_id(int64_t id)
     return NULL;
 }
 
-/* id, source, event_type, payload, received_us [, inserted] */
+/* The store's COLS (store/pg_sql.c) [, inserted]. */
+#define ROW_COLS 12
+
 static void put_row(struct fres *res, int i, const struct frow *r)
 {
     res_set_i64(res, i, 0, r->id);
@@ -293,6 +334,61 @@ static void put_row(struct fres *res, int i, const struct frow *r)
     res_set(res, i, 2, r->event_type);
     res_set(res, i, 3, r->payload);
     res_set_i64(res, i, 4, r->received_us);
+    res_set_bytes(res, i, 5, r->body, r->body_len);
+    res_set(res, i, 6, r->content_type);
+    res_set(res, i, 7, r->delivery);
+    res_set_bytes(res, i, 8, r->has_sha ? r->sha : NULL, 32);
+    res_set(res, i, 9, r->headers);
+    res_set(res, i, 10, r->verified);
+    res_set(res, i, 11, r->client_addr);
+}
+
+static char *param_dup(const struct fpq_stmt *s, int i)
+{
+    return s->param[i] != NULL ? xstrndup(s->param[i], (size_t)s->len[i]) : NULL;
+}
+
+/* ins_hook: $1 source, $2 event_type, $3 received_us, $4 body, $5
+ * content_type, $6 delivery_id, $7 body_sha256, $8 headers, $9 verified,
+ * $10 client_addr. */
+static struct fres *answer_hook(struct fconn *c, const struct fpq_stmt *s)
+{
+    assert(s->nparams == 10);
+    if (s->param[0] == NULL || s->param[1] == NULL || s->param[3] == NULL)
+        return res_error("23502", "ERROR:  null value violates not-null constraint\n"
+                                  "DETAIL:  Failing row contains (...).");
+    if (s->param[6] != NULL && s->len[6] != 32)
+        return res_error("23514", "ERROR:  new row for relation \"webhooks\" violates check constraint"
+                                  " \"webhooks_body_sha256_len\"\nDETAIL:  Failing row contains (...).");
+    struct fres *res = res_new(PGRES_TUPLES_OK, 1, ROW_COLS + 1);
+    res->binary = s->result_format == 1;
+    if (s->param[5] != NULL) {
+        for (size_t i = 0; i < F.nrows; i++) {
+            struct frow *r = &F.rows[i];
+            if (r->live && r->delivery != NULL && strcmp(r->source, s->param[0]) == 0 &&
+                strcmp(r->delivery, s->param[5]) == 0) {
+                put_row(res, 0, r);
+                res_set_bool(res, 0, ROW_COLS, false);
+                return res;
+            }
+        }
+    }
+    size_t k = row_add(c, s->param[0], s->param[1], NULL, fpq_param_i64(s, 2), NULL);
+    struct frow *r = &F.rows[k];
+    r->body = param_dup(s, 3);
+    r->body_len = (size_t)s->len[3];
+    r->content_type = param_dup(s, 4);
+    r->delivery = param_dup(s, 5);
+    if (s->param[6] != NULL) {
+        memcpy(r->sha, s->param[6], 32);
+        r->has_sha = true;
+    }
+    r->headers = param_dup(s, 7);
+    r->verified = param_dup(s, 8);
+    r->client_addr = param_dup(s, 9);
+    put_row(res, 0, r);
+    res_set_bool(res, 0, ROW_COLS, true);
+    return res;
 }
 
 int64_t fpq_param_i64(const struct fpq_stmt *s, int i)
@@ -317,6 +413,8 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
     struct fres *res;
     if (!is_prepared(c, s->name))
         return res_error("26000", "ERROR:  prepared statement does not exist");
+    if (strcmp(s->name, "ins_hook") == 0)
+        return answer_hook(c, s);
     if (strcmp(s->name, "ins") == 0 || strcmp(s->name, "ins_idem") == 0) {
         bool idem = s->name[3] == '_';
         assert(s->nparams == (idem ? 5 : 4));
@@ -327,9 +425,10 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
                 struct frow *r = &F.rows[i];
                 if (r->live && r->idem != NULL && strcmp(r->source, s->param[0]) == 0 &&
                     strcmp(r->idem, s->param[4]) == 0) {
-                    res = res_new(PGRES_TUPLES_OK, 1, 6);
+                    res = res_new(PGRES_TUPLES_OK, 1, ROW_COLS + 1);
+                    res->binary = s->result_format == 1;
                     put_row(res, 0, r);
-                    res_set(res, 0, 5, "f");
+                    res_set_bool(res, 0, ROW_COLS, false);
                     return res;
                 }
             }
@@ -338,17 +437,20 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
                            idem ? s->param[4] : NULL);
         if (!idem) {
             res = res_new(PGRES_TUPLES_OK, 1, 1);
+            res->binary = s->result_format == 1;
             res_set_i64(res, 0, 0, F.rows[k].id);
             return res;
         }
-        res = res_new(PGRES_TUPLES_OK, 1, 6);
+        res = res_new(PGRES_TUPLES_OK, 1, ROW_COLS + 1);
+        res->binary = s->result_format == 1;
         put_row(res, 0, &F.rows[k]);
-        res_set(res, 0, 5, "t");
+        res_set_bool(res, 0, ROW_COLS, true);
         return res;
     }
     if (strcmp(s->name, "get") == 0) {
         struct frow *r = row_by_id(fpq_param_i64(s, 0));
-        res = res_new(PGRES_TUPLES_OK, r != NULL, 5);
+        res = res_new(PGRES_TUPLES_OK, r != NULL, ROW_COLS);
+        res->binary = s->result_format == 1;
         if (r != NULL)
             put_row(res, 0, r);
         return res;
@@ -363,6 +465,7 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
     }
     if (strncmp(s->name, "list", 4) == 0) {
         int bits = s->name[4] - '0';
+        assert(bits >= 0 && bits < 8 && s->nparams == 5);
         int64_t before = fpq_param_i64(s, 2);
         int64_t limit = s->param[3] != NULL ? fpq_param_i64(s, 3) : INT64_MAX;
         const struct frow *hit[256];
@@ -375,9 +478,12 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
                 continue;
             if ((bits & 2) && strcmp(r->event_type, s->param[1]) != 0)
                 continue;
+            if ((bits & 4) && (r->delivery == NULL || strcmp(r->delivery, s->param[4]) != 0))
+                continue;
             hit[n++] = r;
         }
-        res = res_new(PGRES_TUPLES_OK, n, 5);
+        res = res_new(PGRES_TUPLES_OK, n, ROW_COLS);
+        res->binary = s->result_format == 1;
         for (int i = 0; i < n; i++)
             put_row(res, i, hit[i]);
         return res;
@@ -726,10 +832,10 @@ static int f_PQsendQueryPrepared(PGconn *pc, const char *stmtName, int nParams,
                                  const char *const *paramValues, const int *paramLengths,
                                  const int *paramFormats, int resultFormat)
 {
-    (void)resultFormat;
     long i = record(C(pc), FPQ_EXECUTE);
     if (i < 0)
         return 0;
+    F.log[i].result_format = resultFormat;
     snprintf(F.log[i].name, sizeof F.log[i].name, "%s", stmtName);
     set_params(&F.log[i], nParams, paramValues, paramLengths, paramFormats);
     dq_push(&C(pc)->out, (uintptr_t)i);
@@ -866,7 +972,7 @@ static char *f_PQresultErrorField(const PGresult *res, int fieldcode)
     if (fieldcode == PG_DIAG_SQLSTATE)
         return r->sqlstate[0] != '\0' ? r->sqlstate : NULL;
     if (fieldcode == PG_DIAG_MESSAGE_PRIMARY)
-        return r->message;
+        return r->primary;
     return NULL;
 }
 
@@ -879,6 +985,11 @@ static char *f_PQresultErrorMessage(const PGresult *res)
 static int f_PQntuples(const PGresult *res)
 {
     return ((const struct fres *)res)->nrows;
+}
+
+static int f_PQnfields(const PGresult *res)
+{
+    return ((const struct fres *)res)->ncols;
 }
 
 static char *cell(const PGresult *res, int row, int col)
@@ -896,8 +1007,9 @@ static char *f_PQgetvalue(const PGresult *res, int tup_num, int field_num)
 
 static int f_PQgetlength(const PGresult *res, int tup_num, int field_num)
 {
+    const struct fres *r = (const struct fres *)res;
     char *p = cell(res, tup_num, field_num);
-    return p != NULL ? (int)strlen(p) : 0;
+    return p != NULL ? r->clen[tup_num * r->ncols + field_num] : 0;
 }
 
 static int f_PQgetisnull(const PGresult *res, int tup_num, int field_num)
@@ -983,6 +1095,12 @@ unsigned fpq_cleanup(void)
         free(F.rows[i].event_type);
         free(F.rows[i].payload);
         free(F.rows[i].idem);
+        free(F.rows[i].body);
+        free(F.rows[i].content_type);
+        free(F.rows[i].delivery);
+        free(F.rows[i].headers);
+        free(F.rows[i].verified);
+        free(F.rows[i].client_addr);
     }
     free(F.log);
     free(F.cons);

@@ -4,9 +4,14 @@
  * PostgreSQL store, over a small in-memory table, with every message the
  * store sends recorded and a test's script deciding each answer (rows,
  * an error with a SQLSTATE, held back, or the connection dropped).
- * The credential statements (tok_*, ses_*) keep no state: the fake answers
- * as if their tables took every insert and held nothing to read, revoke or
- * delete. Single-threaded: one loop per test. */
+ * The webhook statements answer in the result format the store asks for
+ * (binary for rows: int8 as 8 bytes, bytea as its bytes, bool as one byte);
+ * ins_hook stores an ingress row, deduplicated on (source, delivery id) as
+ * the unique index does. The credential statements (tok_*, ses_*) keep no
+ * state: the fake answers as if their tables took every insert and held
+ * nothing to read, revoke or delete. An error's primary message field is
+ * its first line without the "ERROR:  " prefix, as libpq's. Single-threaded:
+ * one loop per test. */
 #ifndef HK_FAKE_PQ_H
 #define HK_FAKE_PQ_H
 
@@ -34,9 +39,9 @@ enum fpq_outcome {
     FPQ_LOST,      /* the connection dropped before it was answered */
 };
 
-#define FPQ_MAX_PARAMS 6
+#define FPQ_MAX_PARAMS 10
 /* The store's schema version (store/pg_sql.c: hk__pg_migrations). */
-#define FPQ_SCHEMA_CURRENT 2
+#define FPQ_SCHEMA_CURRENT 3
 
 struct fpq_stmt {
     unsigned conn;            /* connection serial, from 1 in connect order */
@@ -47,6 +52,7 @@ struct fpq_stmt {
     int nparams;
     char *param[FPQ_MAX_PARAMS];   /* NULL: SQL NULL; else a NUL-terminated copy */
     int len[FPQ_MAX_PARAMS];
+    int result_format;        /* FPQ_EXECUTE: 1 when the store asked for binary results */
     uint64_t sent_ms;         /* uv_hrtime() in ms when the store sent it */
     enum fpq_outcome outcome;
 };

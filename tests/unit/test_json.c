@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * Unit tests for json/webhook_json.c: decoding and validating create
  * requests (violations, syntax errors with positions) and the byte-exact
- * WebhookResponse encoding, with a round trip through jansson. */
+ * WebhookResponse encoding, with a round trip through jansson, for
+ * envelope rows and ingress rows (their fields, and the body as the payload
+ * when it is text). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -611,5 +613,227 @@ Test(encode, round_trip_through_decode)
     cr_assert(in2.row.source_len == w.source_len && memcmp(in2.row.source, w.source, w.source_len) == 0);
     cr_assert(in2.row.payload_len == w.payload_len && memcmp(in2.row.payload, w.payload, w.payload_len) == 0);
     hk_webhook_in_free(&in2);
+    hk_buf_free(&b);
+}
+
+/* ---- ingress rows ---- */
+
+static const uint8_t sha_sample[32] = {0x00, 0x01, 0x0a, 0xab, 0xcd, 0xef, 0xf0, 0xff, 0x10, 0x20, 0x30,
+                                       0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0,
+                                       0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0x09};
+#define SHA_HEX "00010aabcdeff0ff102030405060708090a0b0c0d0e011223344556677889909"
+
+static struct hk_webhook ingress_sample(void)
+{
+    struct hk_webhook w = sample();
+    w.payload = NULL;
+    w.payload_len = 0;
+    w.ingress = true;
+    w.body = (const uint8_t *)"{\"ref\":\"main\"}";
+    w.body_len = 14;
+    w.body_sha256 = sha_sample;
+    w.content_type = "application/json";
+    w.content_type_len = 16;
+    w.delivery_id = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
+    w.delivery_id_len = 36;
+    w.headers = "{\"x-github-event\":\"push\"}";
+    w.headers_len = 25;
+    w.verified = "{\"scheme\":\"github\",\"secret\":\"env:GH_SECRET\"}";
+    w.verified_len = strlen(w.verified);
+    w.client_addr = "192.0.2.7";
+    w.client_addr_len = 9;
+    return w;
+}
+
+Test(encode, ingress_row_exact)
+{
+    struct hk_buf b = HK_BUF_INIT;
+    struct hk_webhook w = ingress_sample();
+    hk_webhook_encode(&b, &w);
+    assert_buf(&b, "{\"id\":42,\"source\":\"github\",\"eventType\":\"push\","
+                   "\"payload\":\"{\\\"ref\\\":\\\"main\\\"}\","
+                   "\"receivedAt\":\"2026-11-29T19:03:01.123456Z\",\"processingMode\":\"event-loop\","
+                   "\"ingress\":true,\"contentType\":\"application/json\","
+                   "\"deliveryId\":\"72d3162e-cc78-11e3-81ab-4c9367dc0958\","
+                   "\"verified\":{\"scheme\":\"github\",\"secret\":\"env:GH_SECRET\"},"
+                   "\"headers\":{\"x-github-event\":\"push\"},\"bodyBytes\":14,"
+                   "\"bodySha256\":\"" SHA_HEX "\",\"clientAddress\":\"192.0.2.7\"}");
+    hk_buf_free(&b);
+}
+
+Test(encode, ingress_row_absent_fields)
+{
+    struct hk_buf b = HK_BUF_INIT;
+    struct hk_webhook w = ingress_sample();
+    w.content_type = w.delivery_id = w.headers = w.verified = w.client_addr = NULL;
+    w.body_sha256 = NULL;
+    w.body = NULL;
+    w.body_len = 0;
+    w.payload = "never shown";   /* an ingress row's payload is its body */
+    w.payload_len = 11;
+    hk_webhook_encode(&b, &w);
+    assert_buf(&b, "{\"id\":42,\"source\":\"github\",\"eventType\":\"push\",\"payload\":null,"
+                   "\"receivedAt\":\"2026-11-29T19:03:01.123456Z\",\"processingMode\":\"event-loop\","
+                   "\"ingress\":true,\"contentType\":null,\"deliveryId\":null,\"verified\":null,"
+                   "\"headers\":{},\"bodyBytes\":0,\"bodySha256\":null,\"clientAddress\":null}");
+    hk_buf_free(&b);
+}
+
+Test(encode, envelope_row_ignores_ingress_fields)
+{
+    struct hk_buf b = HK_BUF_INIT;
+    struct hk_webhook w = ingress_sample();
+    w.ingress = false;
+    w.payload = "p";
+    w.payload_len = 1;
+    hk_webhook_encode(&b, &w);
+    assert_buf(&b, "{\"id\":42,\"source\":\"github\",\"eventType\":\"push\",\"payload\":\"p\","
+                   "\"receivedAt\":\"2026-11-29T19:03:01.123456Z\",\"processingMode\":\"event-loop\"}");
+    hk_buf_free(&b);
+}
+
+/* The payload member for `ct` and `body` (n bytes): NULL when it is null,
+ * else the decoded string (in *out, at most outn bytes). */
+static const char *payload_for(const char *ct, const char *body, size_t n, char *out, size_t outn)
+{
+    struct hk_buf b = HK_BUF_INIT;
+    struct hk_webhook w = ingress_sample();
+    w.content_type = ct;
+    w.content_type_len = ct ? strlen(ct) : 0;
+    w.body = (const uint8_t *)body;
+    w.body_len = n;
+    hk_webhook_encode(&b, &w);
+    json_error_t err;
+    json_t *root = json_loadb(b.p, b.len, 0, &err);
+    cr_assert_not_null(root, "not JSON (%s): %.*s", err.text, (int)b.len, b.p);
+    cr_assert_eq(json_integer_value(json_object_get(root, "bodyBytes")), (json_int_t)n);
+    json_t *p = json_object_get(root, "payload");
+    cr_assert_not_null(p);
+    const char *ret = NULL;
+    if (json_is_string(p)) {
+        cr_assert_lt(json_string_length(p), outn);
+        memcpy(out, json_string_value(p), json_string_length(p) + 1);
+        ret = out;
+    } else {
+        cr_assert(json_is_null(p));
+    }
+    json_decref(root);
+    hk_buf_free(&b);
+    return ret;
+}
+
+Test(encode, ingress_payload_when_textual)
+{
+    static const char *const text[] = {
+        "text/plain", "text/html; charset=utf-8", "TEXT/CSV", "application/json",
+        "Application/JSON ; charset=UTF-8", "application/vnd.github+json", "application/ld+JSON",
+        "application/xml", "application/atom+xml", "application/x-www-form-urlencoded",
+        " text/plain", "application/json\t;x=1",
+    };
+    static const char *const binary[] = {
+        "application/octet-stream", "image/png", "application/jsonx", "application/+json",
+        "application/json+zip", "multipart/form-data; boundary=x", "text", "text/", "/json",
+        "application", "", "xml/application", "application/x-www-form-urlencodedx",
+    };
+    char out[256];
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) {
+        const char *p = payload_for(text[i], "caf\xc3\xa9 \"q\"\n", 10, out, sizeof out);
+        cr_assert_not_null(p, "%s: payload null", text[i]);
+        cr_assert_str_eq(p, "caf\xc3\xa9 \"q\"\n", "%s", text[i]);
+    }
+    for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++)
+        cr_assert_null(payload_for(binary[i], "abc", 3, out, sizeof out), "%s: payload shown", binary[i]);
+    cr_assert_null(payload_for(NULL, "abc", 3, out, sizeof out), "no content type");
+    /* Text types whose bytes are not text. */
+    cr_assert_null(payload_for("text/plain", "a\0b", 3, out, sizeof out), "NUL");
+    cr_assert_null(payload_for("application/json", "\"\xff\"", 3, out, sizeof out), "not UTF-8");
+    cr_assert_null(payload_for("text/plain", "\xc3", 1, out, sizeof out), "cut sequence");
+    cr_assert_null(payload_for("text/plain", "\xed\xa0\x80", 3, out, sizeof out), "surrogate");
+    /* An empty text body is an empty string, whatever its pointer. */
+    cr_assert_str_eq(payload_for("text/plain", NULL, 0, out, sizeof out), "");
+    cr_assert_str_eq(payload_for("text/plain", "", 0, out, sizeof out), "");
+}
+
+Test(encode, ingress_strings_escaped_and_objects_guarded)
+{
+    struct hk_buf b = HK_BUF_INIT;
+    struct hk_webhook w = ingress_sample();
+    w.delivery_id = "a\"b\\c\x01";
+    w.delivery_id_len = 6;
+    w.content_type = "text/plain; x=\"\xe2\x80\xa8\"";
+    w.content_type_len = strlen(w.content_type);
+    w.client_addr = "::1\t";
+    w.client_addr_len = 4;
+    w.body = (const uint8_t *)"line\r\n\x7f";
+    w.body_len = 7;
+    w.headers = "";            /* not an object: counts as none */
+    w.headers_len = 0;
+    w.verified = "{\"a\":1";   /* unbraced */
+    w.verified_len = 6;
+    hk_webhook_encode(&b, &w);
+    json_error_t err;
+    json_t *root = json_loadb(b.p, b.len, 0, &err);
+    cr_assert_not_null(root, "not JSON (%s): %.*s", err.text, (int)b.len, b.p);
+    assert_json_str(root, "deliveryId", "a\"b\\c\x01", 6);
+    assert_json_str(root, "contentType", w.content_type, w.content_type_len);
+    assert_json_str(root, "clientAddress", "::1\t", 4);
+    assert_json_str(root, "payload", "line\r\n\x7f", 7);
+    cr_assert(json_is_object(json_object_get(root, "headers")));
+    cr_assert_eq(json_object_size(json_object_get(root, "headers")), 0);
+    cr_assert(json_is_null(json_object_get(root, "verified")));
+    cr_assert(json_is_true(json_object_get(root, "ingress")));
+    json_decref(root);
+    for (size_t i = 0; i < b.len; i++)
+        cr_assert((unsigned char)b.p[i] >= 0x20 && b.p[i] != 0x7f, "raw 0x%02x at %zu", b.p[i], i);
+    hk_buf_free(&b);
+}
+
+/* Random bodies, text or not, under text and binary types: the output is
+ * always JSON, and the payload is the body exactly when the type is textual
+ * and the body is UTF-8 without NUL (random_utf8 makes NULs too). */
+Test(encode, ingress_random_bodies_round_trip)
+{
+    static const struct {
+        const char *ct;
+        bool text;
+    } types[] = {
+        {"application/json", true}, {"text/plain; charset=utf-8", true}, {"application/cloudevents+json", true},
+        {"application/octet-stream", false}, {"image/gif", false}, {NULL, false},
+    };
+    static char body[400 * 4];
+    struct hk_buf b = HK_BUF_INIT;
+    for (int iter = 0; iter < 2000; iter++) {
+        struct hk_webhook w = ingress_sample();
+        size_t n = random_utf8(body, 400);
+        bool utf8_no_nul = memchr(body, 0, n) == NULL;
+        if (n > 0 && next_rand() % 3 == 0) {
+            body[next_rand() % n] = (char)(0x80 | next_rand());   /* likely breaks the UTF-8 */
+            utf8_no_nul = false;
+        }
+        size_t k = next_rand() % (sizeof types / sizeof types[0]);
+        w.content_type = types[k].ct;
+        w.content_type_len = types[k].ct ? strlen(types[k].ct) : 0;
+        w.body = (const uint8_t *)body;
+        w.body_len = n;
+        b.len = 0;
+        hk_webhook_encode(&b, &w);
+        json_error_t err;
+        json_t *root = json_loadb(b.p, b.len, 0, &err);
+        cr_assert_not_null(root, "iteration %d: not JSON (%s)", iter, err.text);
+        cr_assert_eq(json_integer_value(json_object_get(root, "bodyBytes")), (json_int_t)n);
+        json_t *p = json_object_get(root, "payload");
+        if (types[k].text && utf8_no_nul) {
+            assert_json_str(root, "payload", body, n);
+        } else if (!types[k].text) {
+            cr_assert(json_is_null(p), "iteration %d: a payload for %s", iter, types[k].ct);
+        } else {
+            /* A byte set at random may still have made valid UTF-8: then the
+             * payload is that text exactly, else null. */
+            cr_assert(json_is_null(p) || (json_string_length(p) == n &&
+                                          memcmp(json_string_value(p), body, n) == 0),
+                      "iteration %d", iter);
+        }
+        json_decref(root);
+    }
     hk_buf_free(&b);
 }

@@ -6,12 +6,15 @@
  * statement failing inside a group-committed batch, deadlines passing
  * while queued and while in flight, idempotent replays, the SQLSTATE to
  * status mapping, reconnect back-off, the start-up's schema check and
- * migrations, and the credential ops' refusals and retries. */
+ * migrations, the credential ops' refusals and retries, and ingress rows
+ * (every field sent and read back in binary, dedup on the delivery id, its
+ * list filter, refusals before sending, no row data in the logs). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "core/err.h"
@@ -172,6 +175,13 @@ struct rec {
     unsigned seq;              /* completion order over the test */
     int64_t ids[16];           /* a list's rows */
     int nids;
+    /* The last row's ingress fields ("(null)" for a NULL text). */
+    bool ingress;
+    char body[64];
+    size_t body_len;
+    bool has_sha;
+    uint8_t sha[32];
+    char ctype[32], delivery[32], headers[64], verified[64], client[32];
 };
 
 static unsigned done_seq;
@@ -189,6 +199,21 @@ static void on_row(struct hk_store_op *op, const struct hk_webhook *row)
         snprintf(r->row_payload, sizeof r->row_payload, "%.*s", (int)row->payload_len, row->payload);
     else
         snprintf(r->row_payload, sizeof r->row_payload, "(null)");
+    r->ingress = row->ingress;
+    r->body_len = row->body_len;
+    cr_assert(row->body_len <= sizeof r->body);
+    if (row->body_len > 0)
+        memcpy(r->body, row->body, row->body_len);
+    r->has_sha = row->body_sha256 != NULL;
+    if (r->has_sha)
+        memcpy(r->sha, row->body_sha256, 32);
+#define KEEP(dst, p, n) snprintf(dst, sizeof dst, "%.*s", (p) ? (int)(n) : 6, (p) ? (p) : "(null)")
+    KEEP(r->ctype, row->content_type, row->content_type_len);
+    KEEP(r->delivery, row->delivery_id, row->delivery_id_len);
+    KEEP(r->headers, row->headers, row->headers_len);
+    KEEP(r->verified, row->verified, row->verified_len);
+    KEEP(r->client, row->client_addr, row->client_addr_len);
+#undef KEEP
 }
 
 static void on_done(struct hk_store_op *op)
@@ -1096,8 +1121,8 @@ Test(pg_pipeline, startup_migrates_under_the_advisory_lock)
     static const char *const order[] = {
         "SET statement_timeout", "SELECT pg_advisory_lock(", "CREATE TABLE IF NOT EXISTS schema_version",
         "BEGIN", "SELECT coalesce(max(version), 0) FROM schema_version", "CREATE TABLE webhooks(",
-        "CREATE TABLE api_tokens(",
-        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(2)", "COMMIT",
+        "CREATE TABLE api_tokens(", "ALTER TABLE webhooks ADD COLUMN body bytea",
+        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(3)", "COMMIT",
         "SELECT pg_advisory_unlock(",
     };
     struct ctx c;
@@ -1133,16 +1158,44 @@ Test(pg_pipeline, startup_migrates_an_older_schema)
     fpq_set_schema(1);
     ctx_open(&c, 1, 2000);
     cr_assert_eq(fpq_schema(), FPQ_SCHEMA_CURRENT);
-    unsigned webhooks = 0, tokens = 0;
+    unsigned webhooks = 0, tokens = 0, ingress = 0;
     for (size_t i = 0; i < fpq_nstmts(); i++) {
         const struct fpq_stmt *s = fpq_stmt_at(i);
         if (s->msg != FPQ_EXEC)
             continue;
         webhooks += strncmp(s->sql, "CREATE TABLE webhooks(", 22) == 0;
         tokens += strncmp(s->sql, "CREATE TABLE api_tokens(", 24) == 0;
+        ingress += strncmp(s->sql, "ALTER TABLE webhooks ADD COLUMN body", 36) == 0;
     }
     cr_assert_eq(webhooks, 0);
     cr_assert_eq(tokens, 1);
+    cr_assert_eq(ingress, 1);
+    ctx_close(&c);
+}
+
+/* A version 2 schema (webhooks and credentials) gets the ingress columns
+ * only. */
+Test(pg_pipeline, startup_migrates_a_version_2_schema)
+{
+    struct ctx c;
+    fpq_set_schema(2);
+    ctx_open(&c, 1, 2000);
+    cr_assert_eq(fpq_schema(), 3);
+    unsigned older = 0, ingress = 0;
+    for (size_t i = 0; i < fpq_nstmts(); i++) {
+        const struct fpq_stmt *s = fpq_stmt_at(i);
+        if (s->msg != FPQ_EXEC)
+            continue;
+        older += strncmp(s->sql, "CREATE TABLE webhooks(", 22) == 0 ||
+                 strncmp(s->sql, "CREATE TABLE api_tokens(", 24) == 0;
+        if (strncmp(s->sql, "ALTER TABLE webhooks ADD COLUMN body", 36) == 0) {
+            ingress++;
+            cr_assert(strstr(s->sql, "CREATE UNIQUE INDEX webhooks_delivery ON webhooks(delivery_id, source)"
+                                     " WHERE delivery_id IS NOT NULL") != NULL, "%s", s->sql);
+        }
+    }
+    cr_assert_eq(older, 0);
+    cr_assert_eq(ingress, 1);
     ctx_close(&c);
 }
 
@@ -1168,4 +1221,268 @@ Test(pg_pipeline, startup_without_a_connection_fails_with_the_reason)
     cr_assert_eq(fpq_nconnects(), 2);
     cr_assert_eq(fpq_cleanup(), 0);
     assert_no_leaks();
+}
+
+/* ---- ingress rows ------------------------------------------------------------ */
+
+static const uint8_t digest[32] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                   16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 255};
+
+/* An ingress row of `source` with this delivery id (or NULL) and body. */
+static void hook(struct ctx *c, struct rec *r, const char *source, const char *delivery, const void *body,
+                 size_t body_len)
+{
+    rec_init(c, r, HK_OP_INSERT);
+    struct hk_webhook *w = &r->op.row;
+    w->source = source;
+    w->source_len = strlen(source);
+    w->event_type = "push";
+    w->event_type_len = 4;
+    w->ingress = true;
+    w->body = body;
+    w->body_len = body_len;
+    w->body_sha256 = digest;
+    w->content_type = "application/json";
+    w->content_type_len = 16;
+    w->delivery_id = delivery;
+    w->delivery_id_len = delivery ? strlen(delivery) : 0;
+    w->headers = "{\"x-a\":\"1\"}";
+    w->headers_len = strlen(w->headers);
+    w->verified = "{\"scheme\":\"github\",\"secret\":\"env:GH\"}";
+    w->verified_len = strlen(w->verified);
+    w->client_addr = "192.0.2.7";
+    w->client_addr_len = 9;
+}
+
+static void assert_hook_fields(const struct rec *r, const char *body, size_t body_len, const char *delivery)
+{
+    cr_assert(r->ingress);
+    cr_assert_eq(r->body_len, body_len);
+    cr_assert(body_len == 0 || memcmp(r->body, body, body_len) == 0);
+    cr_assert(r->has_sha);
+    cr_assert_arr_eq(r->sha, digest, 32);
+    cr_assert_str_eq(r->ctype, "application/json");
+    cr_assert_str_eq(r->delivery, delivery ? delivery : "(null)");
+    cr_assert_str_eq(r->headers, "{\"x-a\":\"1\"}");
+    cr_assert_str_eq(r->verified, "{\"scheme\":\"github\",\"secret\":\"env:GH\"}");
+    cr_assert_str_eq(r->client, "192.0.2.7");
+    cr_assert_str_eq(r->row_payload, "(null)", "an ingress row's payload column stays NULL");
+}
+
+Test(pg_pipeline, ingress_insert_is_byte_exact_and_dedups_on_the_delivery_id)
+{
+    struct ctx c;
+    ctx_open(&c, 1, 2000);
+    static const char body[] = "{\"a\":\"\0\xff\"}";   /* a NUL, and a byte that is no UTF-8 */
+    struct rec a, b, d, e, g;
+    hook(&c, &a, "gh", "d-1", body, sizeof body - 1);
+    a.op.row.payload = "ignored";   /* an ingress row's payload is not stored */
+    a.op.row.payload_len = 7;
+    a.op.idem_key = "ignored-too";
+    submit(&a);
+    RUN_UNTIL(&c, a.dones, 1000);
+    assert_once(&a, "first", 0);
+    cr_assert_not(a.replayed);
+    cr_assert_eq(a.rows, 1);
+    assert_hook_fields(&a, body, sizeof body - 1, "d-1");
+
+    /* Every field went as a binary parameter, the body byte for byte. */
+    const struct fpq_stmt *s = fpq_send_at("ins_hook", "gh", 0);
+    cr_assert_not_null(s);
+    cr_assert_eq(s->nparams, 10);
+    cr_assert_eq(s->result_format, 1);
+    cr_assert_str_eq(s->param[1], "push");
+    cr_assert_eq(fpq_param_i64(s, 2), a.op.row.received_us);
+    cr_assert_eq(s->len[3], (int)sizeof body - 1);
+    cr_assert_arr_eq(s->param[3], body, sizeof body - 1);
+    cr_assert_str_eq(s->param[4], "application/json");
+    cr_assert_str_eq(s->param[5], "d-1");
+    cr_assert_eq(s->len[6], 32);
+    cr_assert_arr_eq(s->param[6], digest, 32);
+    cr_assert_str_eq(s->param[9], "192.0.2.7");
+    cr_assert_eq(fpq_sends("ins_idem", NULL), 0, "an ingress row never takes the idempotency path");
+
+    /* The same delivery again, another body: the original, nothing stored. */
+    hook(&c, &b, "gh", "d-1", "other", 5);
+    submit(&b);
+    RUN_UNTIL(&c, b.dones, 1000);
+    assert_once(&b, "again", 0);
+    cr_assert(b.replayed);
+    cr_assert_eq(b.row_id, a.row_id);
+    cr_assert_eq(b.row_received_us, a.row_received_us);
+    assert_hook_fields(&b, body, sizeof body - 1, "d-1");
+    cr_assert_eq(fpq_rows("gh"), 1);
+
+    /* The id is per source; no id never deduplicates; an empty body is
+     * an empty bytea, not NULL. */
+    hook(&c, &d, "stripe", "d-1", "x", 1);
+    hook(&c, &e, "gh", NULL, NULL, 0);
+    hook(&c, &g, "gh", NULL, NULL, 0);
+    submit(&d);
+    submit(&e);
+    submit(&g);
+    RUN_UNTIL(&c, d.dones && e.dones && g.dones, 1000);
+    assert_once(&d, "other source", 0);
+    assert_once(&e, "no id", 0);
+    assert_once(&g, "no id again", 0);
+    cr_assert_not(d.replayed || e.replayed || g.replayed);
+    cr_assert(d.row_id != a.row_id && e.row_id != g.row_id);
+    assert_hook_fields(&e, NULL, 0, NULL);
+    const struct fpq_stmt *se = fpq_send_at("ins_hook", "gh", 2);
+    cr_assert_not_null(se->param[3], "an empty body was sent as NULL");
+    cr_assert_eq(se->len[3], 0);
+    cr_assert_null(se->param[5]);
+    cr_assert_eq(fpq_rows("gh"), 3);
+
+    /* GET reads every field back; an envelope row reads as one. */
+    struct rec r1, r2, env;
+    ins(&c, &env, "plain");
+    submit(&env);
+    RUN_UNTIL(&c, env.dones, 1000);
+    get(&c, &r1, a.row_id);
+    get(&c, &r2, env.row_id);
+    submit(&r1);
+    submit(&r2);
+    RUN_UNTIL(&c, r1.dones && r2.dones, 1000);
+    assert_once(&r1, "get ingress", 0);
+    assert_hook_fields(&r1, body, sizeof body - 1, "d-1");
+    cr_assert_eq(r1.row_received_us, a.row_received_us);
+    assert_once(&r2, "get envelope", 0);
+    cr_assert_not(r2.ingress);
+    cr_assert_not(r2.has_sha);
+    cr_assert_str_eq(r2.delivery, "(null)");
+    cr_assert_str_eq(r2.row_payload, "{}");
+    ctx_close(&c);
+}
+
+/* A value the server would refuse never reaches it: HK_EINVAL inside
+ * submit, nothing sent. */
+Test(pg_pipeline, ingress_input_refused_before_sending)
+{
+    struct ctx c;
+    ctx_open(&c, 1, 2000);
+    struct rec r;
+    for (int k = 0; k < 8; k++) {
+        hook(&c, &r, "gh", "d-1", "{}", 2);
+        struct hk_webhook *w = &r.op.row;
+        switch (k) {
+        case 0: w->delivery_id = "d\0x"; w->delivery_id_len = 3; break;
+        case 1: w->headers = "{\"a\":\"\xc3\"}"; w->headers_len = 9; break;
+        case 2: w->body_sha256 = NULL; break;
+        case 3: w->body = NULL; break;
+        case 4: w->client_addr = "\0"; w->client_addr_len = 1; break;
+        case 5: w->content_type = "te\0t"; w->content_type_len = 4; break;
+        case 6: w->verified = "\xff"; w->verified_len = 1; break;
+        default: w->source = NULL; break;
+        }
+        cr_assert_eq(hk_store_submit(c.sl, &r.op), 0);
+        assert_once(&r, "refused", HK_EINVAL);
+    }
+    rec_init(&c, &r, HK_OP_LIST);
+    r.op.list.delivery_id = "\xc0\x80";
+    r.op.list.delivery_id_len = 2;
+    cr_assert_eq(hk_store_submit(c.sl, &r.op), 0);
+    assert_once(&r, "list", HK_EINVAL);
+    cr_assert_eq(fpq_sends("ins_hook", NULL), 0);
+    cr_assert_eq(fpq_sends("list4", NULL), 0);
+    ctx_close(&c);
+}
+
+static void list_by(struct ctx *c, struct rec *r, const char *source, const char *event_type,
+                    const char *delivery)
+{
+    rec_init(c, r, HK_OP_LIST);
+    r->op.list.source = source;
+    r->op.list.source_len = source ? strlen(source) : 0;
+    r->op.list.event_type = event_type;
+    r->op.list.event_type_len = event_type ? strlen(event_type) : 0;
+    r->op.list.delivery_id = delivery;
+    r->op.list.delivery_id_len = delivery ? strlen(delivery) : 0;
+    r->op.list.limit = 10;
+    submit(r);
+    RUN_UNTIL(c, r->dones, 1000);
+    assert_once(r, "list", 0);
+}
+
+/* One statement per filter combination: the delivery id is bit 2 and $5. */
+Test(pg_pipeline, list_filters_on_the_delivery_id)
+{
+    struct ctx c;
+    ctx_open(&c, 1, 2000);
+    struct rec h[4];
+    hook(&c, &h[0], "gh", "d1", "a", 1);
+    hook(&c, &h[1], "gh", "d2", "b", 1);
+    hook(&c, &h[2], "st", "d1", "c", 1);
+    ins(&c, &h[3], "gh");
+    for (int i = 0; i < 4; i++)
+        submit(&h[i]);
+    RUN_UNTIL(&c, h[0].dones && h[1].dones && h[2].dones && h[3].dones, 1000);
+
+    struct rec r;
+    list_by(&c, &r, NULL, NULL, "d1");
+    cr_assert_eq(r.nids, 2);
+    cr_assert_eq(r.ids[0], h[2].row_id, "newest first");
+    cr_assert_eq(r.ids[1], h[0].row_id);
+    const struct fpq_stmt *s = fpq_send_at("list4", NULL, 0);
+    cr_assert_not_null(s);
+    cr_assert_eq(s->nparams, 5);
+    cr_assert_str_eq(s->param[4], "d1");
+    cr_assert_eq(s->result_format, 1);
+
+    list_by(&c, &r, "gh", NULL, "d1");
+    cr_assert_eq(r.nids, 1);
+    cr_assert_eq(r.ids[0], h[0].row_id);
+    cr_assert_eq(fpq_sends("list5", "gh"), 1);
+    list_by(&c, &r, NULL, "push", "d2");
+    cr_assert_eq(r.nids, 1);
+    cr_assert_eq(r.ids[0], h[1].row_id);
+    cr_assert_eq(fpq_sends("list6", NULL), 1);
+    list_by(&c, &r, "st", "push", "d1");
+    cr_assert_eq(r.nids, 1);
+    cr_assert_eq(r.ids[0], h[2].row_id);
+    cr_assert_eq(fpq_sends("list7", "st"), 1);
+    list_by(&c, &r, "st", "push", "d2");
+    cr_assert_eq(r.nids, 0);
+    list_by(&c, &r, "gh", NULL, NULL);
+    cr_assert_eq(r.nids, 3, "without the filter, envelope rows too");
+    cr_assert_null(fpq_send_at("list1", "gh", 0)->param[4]);
+    ctx_close(&c);
+}
+
+/* A failing statement is logged by its primary message only: the DETAIL a
+ * server adds may quote the row (body, headers). */
+Test(pg_pipeline, failed_ingress_insert_logs_no_row_data)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins_hook", .once = true,
+                            .reply = {FPQ_FAIL, "23514",
+                                      "ERROR:  new row for relation \"webhooks\" violates check constraint"
+                                      " \"webhooks_body_sha256_len\"\nDETAIL:  Failing row contains"
+                                      " (7, gh, push, SECRET-BODY, {\"authorization\":\"SECRET-HDR\"})."}}}};
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+    hk_log_set_level(HK_LOG_WARN);
+    char path[] = "/tmp/hk_pgpipe_log_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    struct rec r;
+    hook(&c, &r, "gh", "d-1", "SECRET-BODY", 11);
+    submit(&r);
+    RUN_UNTIL(&c, r.dones, 1000);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    assert_once(&r, "failed", HK_EINVAL);
+    char log[4096] = "";
+    ssize_t n = pread(fd, log, sizeof log - 1, 0);
+    close(fd);
+    unlink(path);
+    cr_assert_gt(n, 0);
+    log[n] = '\0';
+    cr_assert(strstr(log, "violates check constraint") != NULL, "%s", log);
+    cr_assert(strstr(log, "23514") != NULL, "%s", log);
+    cr_assert_null(strstr(log, "SECRET"), "%s", log);
+    cr_assert_null(strstr(log, "Failing row"), "%s", log);
+    ctx_close(&c);
 }

@@ -3,7 +3,10 @@
  * directory and a real uv loop: schema, round trips, lists and streams, group
  * commit, idempotency, two loops at once, crash durability, queue limit, health,
  * failure spells (a locked database, and a full or failing disk through a
- * fault-injecting VFS), and the credential ops (tokens, sessions, the sweep). */
+ * fault-injecting VFS), the credential ops (tokens, sessions, the sweep),
+ * and ingress rows (byte-exact bodies, dedup on the delivery id, two loops
+ * racing on the same deliveries, the delivery-id filter and its index, the
+ * migration from version 2). */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -67,6 +70,14 @@ struct got {
     uint32_t batch_rows;
     uint32_t max_batch;
     int batches;
+    /* The last row's ingress fields ("(null)" for a NULL text). */
+    bool ingress;
+    bool body_null;
+    char body[256];
+    size_t body_len;
+    bool has_sha;
+    uint8_t sha[32];
+    char ctype[64], delivery[64], headers[128], verified[128], client[64];
 };
 
 static void copy_str(char *dst, size_t cap, const char *src, size_t n)
@@ -95,6 +106,22 @@ static void on_row(struct hk_store_op *op, const struct hk_webhook *row)
     g->ids = realloc(g->ids, (g->nids + 1) * sizeof *g->ids);
     cr_assert_not_null(g->ids);
     g->ids[g->nids++] = row->id;
+    g->ingress = row->ingress;
+    g->body_null = row->body == NULL;
+    cr_assert_leq(row->body_len, sizeof g->body);
+    if (row->body_len > 0)
+        memcpy(g->body, row->body, row->body_len);
+    g->body_len = row->body_len;
+    g->has_sha = row->body_sha256 != NULL;
+    if (g->has_sha)
+        memcpy(g->sha, row->body_sha256, 32);
+#define KEEP(dst, p, n) copy_str(dst, sizeof dst, (p) ? (p) : "(null)", (p) ? (n) : 6)
+    KEEP(g->ctype, row->content_type, row->content_type_len);
+    KEEP(g->delivery, row->delivery_id, row->delivery_id_len);
+    KEEP(g->headers, row->headers, row->headers_len);
+    KEEP(g->verified, row->verified, row->verified_len);
+    KEEP(g->client, row->client_addr, row->client_addr_len);
+#undef KEEP
 }
 
 static void on_done(struct hk_store_op *op)
@@ -280,7 +307,7 @@ static int64_t sql_int(const char *path, const char *sql)
 
 /* ---- schema ----------------------------------------------------------- */
 
-Test(store_sqlite, creates_schema_version_2_in_wal)
+Test(store_sqlite, creates_schema_version_3_in_wal)
 {
     struct ctx c;
     ctx_init(&c);
@@ -293,10 +320,16 @@ Test(store_sqlite, creates_schema_version_2_in_wal)
     cr_assert_eq(access(wal, F_OK), -1);
 
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
-    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 3);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
                                  " AND name IN ('webhooks_idem', 'webhooks_source_id',"
-                                 " 'webhooks_event_type_id', 'sessions_expires')"), 4);
+                                 " 'webhooks_event_type_id', 'sessions_expires',"
+                                 " 'webhooks_delivery', 'webhooks_delivery_id')"), 5);
+    cr_assert_eq(sql_int(c.path, "SELECT \"unique\" FROM pragma_index_list('webhooks')"
+                                 " WHERE name = 'webhooks_delivery'"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM pragma_table_info('webhooks') WHERE name IN"
+                                 " ('body', 'content_type', 'delivery_id', 'body_sha256', 'headers',"
+                                 " 'verified', 'client_addr')"), 7);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
                                  " AND name IN ('api_tokens', 'sessions')"), 2);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE name = 'webhooks'"
@@ -2052,7 +2085,7 @@ Test(store_sqlite, migrates_a_version_1_database)
     cr_assert_eq(token_list(&c, 1, &r), 0);
     cr_assert_eq(r.ntokens, 1);
     ctx_close(&c);
-    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 3);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
     rm_dir(&c);
 }
@@ -2192,5 +2225,510 @@ Test(store_sqlite, credential_values_round_trip_exactly)
     cr_assert_eq(session_get(&c, 5, &gs), 0);
     cr_assert_eq(gs.expires_us, HK_STORE_TIME_MAX);
     ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* ---- ingress rows (docs/ingress.md) ------------------------------------- */
+
+static const uint8_t digest[32] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                   16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 255};
+
+/* An ingress row of `src` with this delivery id (or NULL) and body. */
+static void op_hook(struct hk_store_op *op, struct got *g, const char *src, const char *delivery,
+                    const void *body, size_t body_len)
+{
+    op_insert(op, g, src, "push", NULL, NULL);
+    struct hk_webhook *w = &op->row;
+    w->ingress = true;
+    w->body = body;
+    w->body_len = body_len;
+    w->body_sha256 = digest;
+    w->content_type = "text/plain; charset=utf-8";
+    w->content_type_len = strlen(w->content_type);
+    w->delivery_id = delivery;
+    w->delivery_id_len = delivery ? strlen(delivery) : 0;
+    w->headers = "{\"x-github-event\":\"push\"}";
+    w->headers_len = strlen(w->headers);
+    w->verified = "{\"scheme\":\"github\",\"secret\":\"env:GH\"}";
+    w->verified_len = strlen(w->verified);
+    w->client_addr = "2001:db8::7";
+    w->client_addr_len = strlen(w->client_addr);
+}
+
+static void assert_hook(const struct got *g, const void *body, size_t body_len, const char *delivery)
+{
+    cr_assert(g->ingress);
+    cr_assert_not(g->body_null, "a row's body is never a NULL pointer, an empty one included");
+    cr_assert_eq(g->body_len, body_len);
+    cr_assert(body_len == 0 || memcmp(g->body, body, body_len) == 0);
+    cr_assert(g->has_sha);
+    cr_assert_arr_eq(g->sha, digest, 32);
+    cr_assert_str_eq(g->ctype, "text/plain; charset=utf-8");
+    cr_assert_str_eq(g->delivery, delivery ? delivery : "(null)");
+    cr_assert_str_eq(g->headers, "{\"x-github-event\":\"push\"}");
+    cr_assert_str_eq(g->verified, "{\"scheme\":\"github\",\"secret\":\"env:GH\"}");
+    cr_assert_str_eq(g->client, "2001:db8::7");
+    cr_assert(g->payload_null, "an ingress row's payload column stays NULL");
+    cr_assert_str_eq(g->event_type, "push");
+}
+
+Test(store_sqlite, ingress_row_round_trips_byte_exact)
+{
+    struct ctx c;
+    struct hk_store_op op;
+    struct got g = {0};
+    ctx_init(&c);
+    ctx_open(&c, false);
+    static const char body[] = "a\0b\xff\xfe\r\n";   /* NULs and bytes that are no UTF-8 */
+    op_hook(&op, &g, "gh", "d-1", body, sizeof body - 1);
+    op.row.payload = "not stored";
+    op.row.payload_len = 10;
+    op.idem_key = "not used";
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_not(g.replayed);
+    cr_assert_eq(g.rows, 1);
+    assert_hook(&g, body, sizeof body - 1, "d-1");
+    int64_t id = g.id, us = g.received_us;
+    got_free(&g);
+
+    cr_assert_eq(get(&c, id, &g), 0);
+    assert_hook(&g, body, sizeof body - 1, "d-1");
+    cr_assert_eq(g.received_us, us);
+    got_free(&g);
+
+    /* An empty body is a zero-length blob, not NULL: still an ingress row.
+     * So is one with no delivery id, content type, verification or address. */
+    op_hook(&op, &g, "gh", NULL, NULL, 0);
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    assert_hook(&g, NULL, 0, NULL);
+    int64_t empty = g.id;
+    got_free(&g);
+    op_hook(&op, &g, "gh", NULL, "x", 1);
+    op.row.content_type = op.row.verified = op.row.client_addr = op.row.headers = NULL;
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    int64_t bare = g.id;
+    got_free(&g);
+    cr_assert_eq(get(&c, empty, &g), 0);
+    assert_hook(&g, NULL, 0, NULL);
+    got_free(&g);
+    cr_assert_eq(get(&c, bare, &g), 0);
+    cr_assert(g.ingress);
+    cr_assert_str_eq(g.ctype, "(null)");
+    cr_assert_str_eq(g.verified, "(null)");
+    cr_assert_str_eq(g.client, "(null)");
+    cr_assert_str_eq(g.headers, "(null)");
+    got_free(&g);
+
+    /* An envelope row keeps its shape; ingress fields given with one are
+     * neither stored nor handed back. */
+    op_hook(&op, &g, "gh", "d-9", "x", 1);
+    op.row.ingress = false;
+    op.row.payload = "{}";
+    op.row.payload_len = 2;
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_not(g.ingress);
+    cr_assert(g.body_null);
+    cr_assert_str_eq(g.delivery, "(null)");
+    int64_t env = g.id;
+    got_free(&g);
+    cr_assert_eq(get(&c, env, &g), 0);
+    cr_assert_not(g.ingress);
+    cr_assert(g.body_null);
+    cr_assert_not(g.has_sha);
+    cr_assert_str_eq(g.delivery, "(null)");
+    cr_assert_str_eq(g.payload, "{}");
+    got_free(&g);
+    ctx_close(&c);
+
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE body IS NOT NULL"), 3);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT length(body) FROM webhooks WHERE id = %" PRId64, empty);
+    cr_assert_eq(sql_int(c.path, sql), 0);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE payload IS NOT NULL"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE idem_key IS NOT NULL"), 0);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, ingress_delivery_id_stores_once)
+{
+    struct ctx c;
+    struct hk_store_op op;
+    struct got g = {0};
+    ctx_init(&c);
+    ctx_open(&c, false);
+    op_hook(&op, &g, "gh", "d-1", "first", 5);
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_not(g.replayed);
+    int64_t orig = g.id, orig_us = g.received_us;
+    got_free(&g);
+
+    /* Same source and id, another body: the original, nothing stored. */
+    op_hook(&op, &g, "gh", "d-1", "second", 6);
+    op.row.event_type = "other";
+    op.row.event_type_len = 5;
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert(g.replayed);
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(g.id, orig);
+    cr_assert_eq(g.received_us, orig_us);
+    assert_hook(&g, "first", 5, "d-1");
+    got_free(&g);
+
+    /* The id is per source; the envelope's idempotency keys are another
+     * space; in one batch, the second of two finds the first. */
+    op_hook(&op, &g, "stripe", "d-1", "x", 1);
+    run_op(&c, &op);
+    cr_assert_not(g.replayed);
+    cr_assert_gt(g.id, orig);
+    got_free(&g);
+    struct hk_store_op env;
+    op_insert(&env, &g, "gh", "push", "{}", "d-1");
+    run_op(&c, &env);
+    cr_assert_not(g.replayed);
+    got_free(&g);
+    struct hk_store_op two[3];
+    struct got g2[3] = {0};
+    op_hook(&two[0], &g2[0], "gh", "d-2", "a", 1);
+    op_hook(&two[1], &g2[1], "gh", "d-2", "b", 1);
+    op_hook(&two[2], &g2[2], "gh", NULL, "c", 1);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(hk_store_submit(c.sl, &two[i]), 0);
+    uv_run(&c.loop, UV_RUN_DEFAULT);
+    cr_assert_not(g2[0].replayed);
+    cr_assert(g2[1].replayed);
+    cr_assert_eq(g2[1].id, g2[0].id);
+    cr_assert_eq(g2[1].body[0], 'a');
+    cr_assert_not(g2[2].replayed);
+    for (int i = 0; i < 3; i++)
+        got_free(&g2[i]);
+
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE delivery_id = 'd-1'"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE delivery_id = 'd-2'"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 5);
+    rm_dir(&c);
+}
+
+/* What neither store would keep is refused inside submit, as PostgreSQL
+ * refuses it: HK_EINVAL, nothing written. */
+Test(store_sqlite, ingress_input_refused)
+{
+    struct ctx c;
+    struct hk_store_op op;
+    struct got g = {0};
+    ctx_init(&c);
+    ctx_open(&c, false);
+    for (int k = 0; k < 9; k++) {
+        op_hook(&op, &g, "gh", "d-1", "{}", 2);
+        struct hk_webhook *w = &op.row;
+        switch (k) {
+        case 0: w->delivery_id = "d\0x"; w->delivery_id_len = 3; break;
+        case 1: w->headers = "{\"a\":\"\xc3\"}"; w->headers_len = 9; break;
+        case 2: w->body_sha256 = NULL; break;
+        case 3: w->body = NULL; break;
+        case 4: w->client_addr = "\0"; w->client_addr_len = 1; break;
+        case 5: w->content_type = "te\0t"; w->content_type_len = 4; break;
+        case 6: w->verified = "\xed\xa0\x80"; w->verified_len = 3; break;   /* a surrogate */
+        case 7: w->event_type = NULL; break;
+        default: w->source = "\xff"; w->source_len = 1; break;
+        }
+        cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+        cr_assert_eq(g.dones, 1, "case %d: answered inside submit", k);
+        cr_assert_eq(g.status, HK_EINVAL, "case %d", k);
+        cr_assert_eq(g.rows, 0);
+        got_free(&g);
+    }
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 0);
+    rm_dir(&c);
+}
+
+static void list_by(struct ctx *c, struct got *g, const char *src, const char *et, const char *delivery,
+                    uint32_t limit, bool stream)
+{
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_LIST;
+    op.list.source = src;
+    op.list.source_len = src ? strlen(src) : 0;
+    op.list.event_type = et;
+    op.list.event_type_len = et ? strlen(et) : 0;
+    op.list.delivery_id = delivery;
+    op.list.delivery_id_len = delivery ? strlen(delivery) : 0;
+    op.list.limit = limit;
+    op.list.stream = stream;
+    op.on_row = on_row;
+    op.on_done = on_done;
+    op.data = g;
+    cr_assert_eq(hk_store_submit(c->sl, &op), 0);
+    while (g->more)
+        hk_store_list_next(c->sl, &op);
+    cr_assert_eq(g->status, 0);
+}
+
+Test(store_sqlite, list_filters_on_the_delivery_id)
+{
+    struct ctx c;
+    struct hk_store_op op;
+    struct got g = {0};
+    int64_t id[5];
+    ctx_init(&c);
+    ctx_open(&c, false);
+    const char *const src[5] = {"gh", "gh", "st", "gh", "st"};
+    const char *const dlv[5] = {"d1", "d2", "d1", NULL, "d3"};
+    for (int i = 0; i < 5; i++) {
+        op_hook(&op, &g, src[i], dlv[i], "b", 1);
+        if (i == 4) {
+            op.row.event_type = "charge";
+            op.row.event_type_len = 6;
+        }
+        run_op(&c, &op);
+        cr_assert_eq(g.status, 0);
+        id[i] = g.id;
+        got_free(&g);
+    }
+    insert(&c, "gh", "push", "{}");
+
+    list_by(&c, &g, NULL, NULL, "d1", 10, false);
+    cr_assert_eq(g.nids, 2);
+    cr_assert_eq(g.ids[0], id[2], "newest first");
+    cr_assert_eq(g.ids[1], id[0]);
+    got_free(&g);
+    list_by(&c, &g, "gh", NULL, "d1", 10, false);
+    cr_assert_eq(g.nids, 1);
+    cr_assert_eq(g.ids[0], id[0]);
+    got_free(&g);
+    list_by(&c, &g, NULL, "push", "d2", 10, false);
+    cr_assert_eq(g.nids, 1);
+    cr_assert_eq(g.ids[0], id[1]);
+    got_free(&g);
+    list_by(&c, &g, "st", "charge", "d3", 10, false);
+    cr_assert_eq(g.nids, 1);
+    cr_assert_eq(g.ids[0], id[4]);
+    got_free(&g);
+    list_by(&c, &g, "st", "push", "d3", 10, false);
+    cr_assert_eq(g.nids, 0);
+    got_free(&g);
+    /* Streamed one row per batch, keyset-paged as without the filter. */
+    list_by(&c, &g, NULL, NULL, "d1", 1, true);
+    cr_assert_eq(g.nids, 2);
+    cr_assert_eq(g.ids[0], id[2]);
+    cr_assert_eq(g.ids[1], id[0]);
+    cr_assert_eq(g.max_batch, 1);
+    got_free(&g);
+    list_by(&c, &g, "gh", NULL, NULL, 0, false);
+    cr_assert_eq(g.nids, 4, "without the filter, every row of the source");
+    got_free(&g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* The filter's statements use the indexes migration 3 made. */
+Test(store_sqlite, delivery_id_filters_use_their_index)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    ctx_close(&c);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(c.path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    static const struct {
+        const char *where;
+        const char *index;
+    } cases[] = {
+        {"delivery_id = ?5", "webhooks_delivery"},
+        {"source = ?1 AND delivery_id = ?5", "webhooks_delivery"},
+        {"+event_type = ?2 AND delivery_id = ?5", "webhooks_delivery"},
+        {"source = ?1 AND +event_type = ?2 AND delivery_id = ?5", "webhooks_delivery"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char sql[256], want[96];
+        snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN SELECT id FROM webhooks WHERE %s AND id < ?3"
+                 " ORDER BY id DESC LIMIT ?4", cases[i].where);
+        snprintf(want, sizeof want, "INDEX %s ", cases[i].index);
+        sqlite3_stmt *st;
+        cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+        bool found = false;
+        while (sqlite3_step(st) == SQLITE_ROW)
+            found |= strstr((const char *)sqlite3_column_text(st, 3), want) != NULL;
+        sqlite3_finalize(st);
+        cr_assert(found, "%s does not use %s", cases[i].where, cases[i].index);
+    }
+    sqlite3_close(db);
+    rm_dir(&c);
+}
+
+/* A database of version 2, rows in it, from before ingress: it migrates,
+ * keeps its rows as envelope rows, and takes ingress rows. */
+Test(store_sqlite, migrates_a_version_2_database)
+{
+    struct ctx c;
+    ctx_init(&c);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(c.path, &db), SQLITE_OK);
+    /* Migrations 1 and 2 as released. */
+    cr_assert_eq(sqlite3_exec(db,
+                              "CREATE TABLE schema_version(version INTEGER NOT NULL);"
+                              "INSERT INTO schema_version(version) VALUES(2);"
+                              "CREATE TABLE webhooks("
+                              " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                              " source TEXT NOT NULL,"
+                              " event_type TEXT NOT NULL,"
+                              " payload TEXT,"
+                              " received_us INTEGER NOT NULL,"
+                              " idem_key TEXT);"
+                              "CREATE UNIQUE INDEX webhooks_idem ON webhooks(source, idem_key)"
+                              " WHERE idem_key IS NOT NULL;"
+                              "CREATE INDEX webhooks_source_id ON webhooks(source, id);"
+                              "CREATE INDEX webhooks_event_type_id ON webhooks(event_type, id);"
+                              "CREATE TABLE api_tokens("
+                              " name TEXT NOT NULL PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 64),"
+                              " hash BLOB NOT NULL UNIQUE CHECK (length(hash) = 32),"
+                              " scopes INTEGER NOT NULL,"
+                              " created_us INTEGER NOT NULL,"
+                              " expires_us INTEGER,"
+                              " revoked_us INTEGER);"
+                              "CREATE TABLE sessions("
+                              " hash BLOB NOT NULL PRIMARY KEY CHECK (length(hash) = 32),"
+                              " subject TEXT NOT NULL,"
+                              " scopes INTEGER NOT NULL,"
+                              " csrf_hash BLOB NOT NULL CHECK (length(csrf_hash) = 32),"
+                              " expires_us INTEGER NOT NULL);"
+                              "CREATE INDEX sessions_expires ON sessions(expires_us);"
+                              "INSERT INTO webhooks(source, event_type, payload, received_us, idem_key)"
+                              " VALUES('gh', 'push', '{\"n\":1}', 42, 'k1'),"
+                              " ('gh', 'issue', NULL, 43, NULL);"
+                              "INSERT INTO api_tokens VALUES('ci', zeroblob(32), 1, 5, NULL, NULL);",
+                              NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    ctx_open(&c, false);
+    struct got g = {0};
+    cr_assert_eq(get(&c, 1, &g), 0);
+    cr_assert_eq(g.received_us, 42);
+    cr_assert_str_eq(g.payload, "{\"n\":1}");
+    cr_assert_not(g.ingress);
+    got_free(&g);
+    cr_assert_eq(get(&c, 2, &g), 0);
+    cr_assert(g.payload_null);
+    cr_assert_not(g.ingress);
+    got_free(&g);
+    /* The old idempotency key still replays. */
+    struct hk_store_op op;
+    op_insert(&op, &g, "gh", "push", "{}", "k1");
+    run_op(&c, &op);
+    cr_assert(g.replayed);
+    cr_assert_eq(g.id, 1);
+    got_free(&g);
+    op_hook(&op, &g, "gh", "d-1", "hi", 2);
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_eq(g.id, 3);
+    got_free(&g);
+    list_by(&c, &g, "gh", NULL, NULL, 0, false);
+    cr_assert_eq(g.nids, 3);
+    cr_assert_eq(g.ids[0], 3);
+    cr_assert(g.ingress == false && g.ids[2] == 1, "the last row listed is the oldest, an envelope");
+    got_free(&g);
+    struct cred r;
+    cr_assert_eq(token_list(&c, 0, &r), 0);
+    cr_assert_eq(r.ntokens, 1);
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 3);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE body IS NULL"), 2);
+    rm_dir(&c);
+}
+
+/* Two loops, each on its own thread, submitting the same deliveries at the
+ * same time: each is stored once, and both submitters get that row. */
+enum { RACE_N = 400, RACE_WAVE = 25 };
+_Static_assert(RACE_N % RACE_WAVE == 0, "whole waves");
+
+struct racer {
+    struct hk_store *s;
+    uv_barrier_t *start;
+    int64_t ids[RACE_N];
+    bool replayed[RACE_N];
+    int failures;    /* checked on the main thread */
+};
+
+static void racer_main(void *arg)
+{
+    struct racer *w = arg;
+    uv_loop_t loop;
+    struct hk_store_loop *sl;
+    static __thread struct hk_store_op ops[RACE_N];
+    static __thread struct got gs[RACE_N];
+    static __thread char dlv[RACE_N][16];
+    if (uv_loop_init(&loop) != 0 || w->s->vt->loop_attach(w->s, &loop, &sl) != 0) {
+        w->failures++;
+        for (int base = 0; base < RACE_N; base += RACE_WAVE)
+            uv_barrier_wait(w->start);   /* the other one waits for us */
+        return;
+    }
+    /* In waves that start together: the same deliveries reach the writer
+     * from both loops at once, wave after wave. */
+    for (int base = 0; base < RACE_N; base += RACE_WAVE) {
+        for (int i = base; i < base + RACE_WAVE; i++) {
+            snprintf(dlv[i], sizeof dlv[i], "d-%d", i);
+            op_hook(&ops[i], &gs[i], "race", dlv[i], dlv[i], strlen(dlv[i]));
+        }
+        uv_barrier_wait(w->start);
+        for (int i = base; i < base + RACE_WAVE; i++)
+            if (hk_store_submit(sl, &ops[i]) != 0)
+                w->failures++;
+        uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    for (int i = 0; i < RACE_N; i++) {
+        if (gs[i].dones != 1 || gs[i].status != 0 || gs[i].rows != 1 ||
+            gs[i].body_len != strlen(dlv[i]) || memcmp(gs[i].body, dlv[i], gs[i].body_len) != 0)
+            w->failures++;
+        w->ids[i] = gs[i].id;
+        w->replayed[i] = gs[i].replayed;
+        free(gs[i].ids);
+    }
+    w->s->vt->loop_detach(sl);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&loop) != 0)
+        w->failures++;
+}
+
+Test(store_sqlite, racing_loops_store_each_delivery_once)
+{
+    struct ctx c;
+    char err[256];
+    ctx_init(&c);
+    c.s = hk_sqlite_open(&(struct hk_sqlite_opts){.path = c.path}, err, sizeof err);
+    cr_assert_not_null(c.s, "%s", err);
+    static struct racer w[2];
+    uv_barrier_t start;
+    cr_assert_eq(uv_barrier_init(&start, 2), 0);
+    for (int k = 0; k < 2; k++) {
+        memset(&w[k], 0, sizeof w[k]);
+        w[k].s = c.s;
+        w[k].start = &start;
+    }
+    uv_thread_t t[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(uv_thread_create(&t[i], racer_main, &w[i]), 0);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(uv_thread_join(&t[i]), 0);
+    uv_barrier_destroy(&start);
+    cr_assert_eq(w[0].failures, 0);
+    cr_assert_eq(w[1].failures, 0);
+    c.s->vt->close(c.s);
+    for (int i = 0; i < RACE_N; i++) {
+        cr_assert_eq(w[0].ids[i], w[1].ids[i], "delivery %d: two rows", i);
+        cr_assert_neq(w[0].replayed[i], w[1].replayed[i], "delivery %d: exactly one stored it", i);
+    }
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), RACE_N);
+    cr_assert_eq(sql_int(c.path, "SELECT count(DISTINCT delivery_id) FROM webhooks"), RACE_N);
     rm_dir(&c);
 }

@@ -19,7 +19,7 @@ import traceback
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from hkbench import auth, builds, jsonout, measure, pg, procs, report, system, targets  # noqa: E402
+from hkbench import auth, builds, ingress, jsonout, measure, pg, procs, report, system, targets  # noqa: E402
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -73,6 +73,13 @@ def args_parser():
                    help="variants measured with access control on ('all' for every one)")
     a.add_argument("--auth-connections", type=int, default=100,
                    help="connections for the authenticated mix and its HOOKD_AUTH=off twin")
+    a.add_argument("--no-ingress", action="store_true",
+                   help="leave out the ingress profile: a 2 KB Stripe-signed POST /hooks/stripe vs an unsigned "
+                        "2 KB POST /api/webhooks")
+    a.add_argument("--ingress-variants", default="release,given",
+                   help="variants measured with the ingress profile ('all' for every one)")
+    a.add_argument("--ingress-connections", type=int, default=100,
+                   help="connections for the ingress profile and its envelope baseline")
     return a
 
 
@@ -168,6 +175,8 @@ def main(argv=None):
     doc["targets"] = {}
     doc["ceilings"] = {}
     doc["sweep"] = {"status": "not run"}
+    doc["ingress"] = (ingress.skipped("--no-ingress") if a.no_ingress
+                      else ingress.section(a.ingress_connections, duration, a.ingress_variants))
     doc["skipped"] = skipped
     doc["notes"] = notes
     pg_log = os.path.join(work, "pg.log")
@@ -282,6 +291,16 @@ def main(argv=None):
             except Exception as e:  # noqa: BLE001
                 traceback.print_exc()
                 skipped.append({"target": t.name, "reason": f"{type(e).__name__}: {e}"[:1000]})
+                continue
+            if not a.no_ingress and ingress.wanted(t, a.ingress_variants):
+                print(f"bench: measuring {t.name} with the ingress profile (Stripe, 2 KB) ...", file=sys.stderr,
+                      flush=True)
+                r = ingress.measure_target(cfg, t, db if t.store == "postgres" else None, a.ingress_connections,
+                                           duration)
+                doc["ingress"]["targets"][t.name] = r
+                if r["status"] != "ok":
+                    print(f"bench: {t.name} ingress profile FAILED: {r['reason']}", file=sys.stderr)
+        doc["ingress"] = ingress.finish(doc["ingress"])
 
         # Ceilings.
         if "nginx" in doc["targets"]:
@@ -314,7 +333,7 @@ def main(argv=None):
         doc["plots"] = report.plots(doc, plot_dir)
     except Exception as e:  # noqa: BLE001
         notes.append(f"plots failed: {e}")
-    problems = jsonout.check_complete(doc)
+    problems = jsonout.check_complete(doc) + ingress.check_complete(doc)
     doc["completeness"] = problems
     jsonout.write_json(json_path, doc)
     print(report.summary(doc))
@@ -345,7 +364,8 @@ def any_noisy(doc):
             return any(walk(x) for x in v)
         return False
 
-    return walk(doc.get("targets")) or walk(doc.get("sweep")) or walk(doc.get("ceilings"))
+    return (walk(doc.get("targets")) or walk(doc.get("sweep")) or walk(doc.get("ceilings"))
+            or walk(doc.get("ingress")))
 
 
 def make_trainer(cfg, db, quick):

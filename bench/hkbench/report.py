@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 
+from . import ingress
 
 
 def _get(d, *path):
@@ -79,7 +80,27 @@ def goals(doc):
     add("second GET with that session, median (ms)", _get(au, "startup", "secondAuthGetMs"), 0.5)
     add("mix c=100 with sessions in Redis / HOOKD_AUTH=off (req/s)",
         _get(au, "load", "rpsRatio"), 0.85, "higher")
+    # Ingress (issue 12): the Stripe-signed 2 KB POST /hooks/stripe against
+    # the unsigned 2 KB envelope, on each store.
+    lim = ingress.LIMITS
+    for store, label in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
+        r = ingress_result(doc, store)
+        what = f"ingress Stripe 2 KB c={r.get('connections', 100)} {label}"
+        add(f"{what} / envelope (req/s)", r.get("rpsRatio"), lim["rpsRatioMin"], "higher")
+        add(f"{what}, server CPU over envelope (us/req)", r.get("cpuUsDelta"), lim["cpuUsDeltaMax"])
+        add(f"{what}, p99 (ms)", r.get("p99Ms"), lim["p99MsMax"])
     return out
+
+
+def ingress_result(doc, store):
+    """The ingress profile's figures for the release variant (or the given
+    binary) on `store`, when they were measured; {} otherwise."""
+    T = _get(doc, "ingress", "targets") or {}
+    for name in (f"hookd-release-{store}", f"hookd-given-{store}"):
+        r = T.get(name)
+        if isinstance(r, dict) and r.get("status") == "ok":
+            return r
+    return {}
 
 
 def ratios(doc):
@@ -116,6 +137,10 @@ def ratios(doc):
     for name, t in T.items():
         if _get(t, "auth", "status") == "ok":
             r.setdefault("authVsOff", {})[name] = _get(t, "auth", "load", "rpsRatio")
+    for name, x in (_get(doc, "ingress", "targets") or {}).items():
+        if isinstance(x, dict) and x.get("status") == "ok":
+            r.setdefault("ingressVsEnvelope", {})[name] = {"rpsRatio": x.get("rpsRatio"),
+                                                           "cpuUsDelta": x.get("cpuUsDelta")}
     r["goals"] = goals(doc)
     return r
 
@@ -153,6 +178,51 @@ def auth_lines(doc):
         for row in rows:
             lines.append("  " + "  ".join(str(x).rjust(w) if i else str(x).ljust(w)
                                           for i, (x, w) in enumerate(zip(row, widths))))
+    return lines + other
+
+
+def ingress_lines(doc):
+    """The ingress section of the summary: one row per target measured with
+    the Stripe-signed 2 KB POST /hooks/stripe and its envelope baseline, and
+    why the others were not."""
+    sec = doc.get("ingress")
+    if not isinstance(sec, dict):
+        return []
+    if sec.get("status") != "ok":
+        return ["", f"ingress profile: {sec.get('status')}: {str(sec.get('reason', ''))[:160]}"]
+    rows, other = [], []
+    for name, x in (sec.get("targets") or {}).items():
+        if not isinstance(x, dict) or x.get("status") != "ok":
+            x = x if isinstance(x, dict) else {}
+            other.append(f"  {name}: {x.get('status')}: {str(x.get('reason', ''))[:160]}")
+            continue
+        e, i, met = x.get("envelope") or {}, x.get("ingress") or {}, x.get("targetsMet") or {}
+
+        def mark(k):
+            return "" if met.get(k) is None else ("" if met[k] else " MISSED")
+
+        rows.append([name, _f(e.get("rps"), "{:.0f}"), _f(i.get("rps"), "{:.0f}"),
+                     _f(x.get("rpsRatio"), "{:.3f}") + mark("rpsRatio"),
+                     _f(e.get("serverCpuUsPerRequest")), _f(i.get("serverCpuUsPerRequest")),
+                     _f(x.get("cpuUsDelta"), "{:+.1f}") + mark("cpuUsDelta"),
+                     _f(e.get("p50Ms"), "{:.2f}"), _f(i.get("p50Ms"), "{:.2f}"), _f(e.get("p99Ms"), "{:.2f}"),
+                     _f(i.get("p99Ms"), "{:.2f}") + mark("p99Ms"),
+                     f"{e.get('non2xx', '-')}/{i.get('non2xx', '-')}",
+                     {True: "yes", False: "NO", None: "-"}[met.get("all")]])
+    lim = sec.get("limits") or ingress.LIMITS
+    lines = ["", f"ingress: POST /hooks/stripe, {sec.get('bodyBytes')} B Stripe-signed, a new delivery id per "
+                 f"request, vs unsigned POST /api/webhooks with a {sec.get('bodyBytes')} B envelope, "
+                 f"{sec.get('connections')} connections, {sec.get('durationS')} s each, fresh servers;",
+             f"targets: hooks/envelope req/s >= {lim['rpsRatioMin']}, server CPU +{lim['cpuUsDeltaMax']} us/req "
+             f"at most, p99 <= {lim['p99MsMax']} ms:"]
+    if rows:
+        cols = ["target", "rps env", "rps hooks", "ratio", "us/req env", "us/req hooks", "delta us",
+                "p50 env", "p50 hooks", "p99 env", "p99 hooks", "non2xx", "met"]
+        widths = [max(len(str(v)) for v in col) for col in zip(cols, *rows)]
+        lines.append("  " + "  ".join(c.rjust(w) if k else c.ljust(w) for k, (c, w) in enumerate(zip(cols, widths))))
+        for row in rows:
+            lines.append("  " + "  ".join(str(v).rjust(w) if k else str(v).ljust(w)
+                                          for k, (v, w) in enumerate(zip(row, widths))))
     return lines + other
 
 
@@ -215,6 +285,7 @@ def summary(doc):
             else:
                 lines.append(f"  {n:32} {c.get('status')}: {str(c.get('reason', ''))[:120]}")
     lines += auth_lines(doc)
+    lines += ingress_lines(doc)
     dbc = doc.get("ceilings", {}).get("database", {})
     lines.append("")
     if dbc.get("status") == "ok":
@@ -246,7 +317,7 @@ def summary(doc):
     g = r.get("goals") or []
     if g:
         lines.append("")
-        lines.append("issue 4 goals (met / MISSED by / not measured):")
+        lines.append("the issues' goals (met / MISSED by / not measured):")
         for x in g:
             if x.get("limit") is None:
                 lines.append(f"  {x['goal']:58} {_f(x['value'], '{:.3g}'):>8}  ({x.get('note', '')})")

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 """Smoke run of the benchmark harness (suite integ): one target (the hookd
 in $HOOKD_BIN, SQLite; with access control and sessions in a Redis of its
-own when redis-server is installed), a few seconds, into a temporary directory; passes
-when the JSON it writes is complete (every expected key, numbers are
-numbers). No figure is compared with a time. Skips (77) without wrk."""
+own when redis-server is installed; with the ingress profile), a few
+seconds, into a temporary directory; passes when the JSON it writes is
+complete (every expected key, numbers are numbers). No figure is compared
+with a time. Skips (77) without wrk."""
 import glob
 import json
 import os
@@ -17,7 +18,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 # No __pycache__ in the source tree.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(here))
-from hkbench import jsonout  # noqa: E402
+from hkbench import ingress, jsonout  # noqa: E402
 
 hookd = os.environ.get("HOOKD_BIN")
 coldstart = os.environ.get("COLDSTART_BIN")
@@ -40,7 +41,7 @@ with tempfile.TemporaryDirectory(prefix="hookd-bench-smoke-") as out:
     else:
         with open(files[0]) as f:
             doc = json.load(f, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
-        problems = jsonout.check_complete(doc)
+        problems = jsonout.check_complete(doc) + ingress.check_complete(doc)
         (name,) = [n for n, t in doc["targets"].items() if t.get("kind") == "hookd"]
         t = doc["targets"][name]
         if t["store"] != "sqlite" or not t["startup"]["runs"]:
@@ -50,6 +51,8 @@ with tempfile.TemporaryDirectory(prefix="hookd-bench-smoke-") as out:
         if t["startup"]["firstPostStatus"] != 201 or t["startup"]["firstGetStatus"] != 200:
             problems.append(f"first requests answered {t['startup']['firstPostStatus']} and "
                             f"{t['startup']['firstGetStatus']}, expected 201 and 200")
+        if doc["ingress"].get("status") != "ok" or name not in doc["ingress"].get("targets", {}):
+            problems.append(f"the ingress profile did not run on {name}: {doc['ingress'].get('reason')}")
         for p in problems:
             print("smoke: " + p)
         ok = 1 if not problems and r.returncode == 0 else 0

@@ -19,7 +19,7 @@ import traceback
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from hkbench import auth, builds, ingress, jsonout, measure, pg, procs, report, system, targets  # noqa: E402
+from hkbench import auth, builds, graphql, ingress, jsonout, measure, pg, procs, report, system, targets  # noqa: E402
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -80,6 +80,17 @@ def args_parser():
                    help="variants measured with the ingress profile ('all' for every one)")
     a.add_argument("--ingress-connections", type=int, default=100,
                    help="connections for the ingress profile and its envelope baseline")
+    a.add_argument("--no-graphql", action="store_true",
+                   help="leave out the GraphQL profile: webhooks(first: 20) vs GET /api/webhooks?limit=20, the "
+                        "first query after ready, parse + validate of a 2 KB query")
+    a.add_argument("--graphql-variants", default="release,given",
+                   help="variants measured with the GraphQL profile ('all' for every one)")
+    a.add_argument("--graphql-connections", type=int, default=100,
+                   help="connections for the GraphQL page and its REST baseline")
+    a.add_argument("--graphql-rows", type=int,
+                   help=f"envelopes in the store under the GraphQL profile (default {graphql.ROWS}, smoke 100)")
+    a.add_argument("--gq-parse-bench",
+                   help="the parse + validate microbenchmark to run (default: each variant's bench/gq_parse_bench)")
     return a
 
 
@@ -177,6 +188,9 @@ def main(argv=None):
     doc["sweep"] = {"status": "not run"}
     doc["ingress"] = (ingress.skipped("--no-ingress") if a.no_ingress
                       else ingress.section(a.ingress_connections, duration, a.ingress_variants))
+    gq_rows = a.graphql_rows or (100 if a.smoke else graphql.ROWS)
+    doc["graphql"] = (graphql.skipped("--no-graphql") if a.no_graphql
+                      else graphql.section(a.graphql_connections, duration, a.graphql_variants, gq_rows))
     doc["skipped"] = skipped
     doc["notes"] = notes
     pg_log = os.path.join(work, "pg.log")
@@ -255,6 +269,19 @@ def main(argv=None):
             raise SystemExit(f"bench: no coldstart probe at {cfg.coldstart}")
         doc["builds"] = variants
 
+        # GraphQL parse + validate: once per build, before the servers.
+        if not a.no_graphql:
+            iters, runs = (1000, 3) if a.smoke else (10000, 5) if quick else (20000, 7)
+            for v, info in variants.items():
+                if a.graphql_variants != "all" and v not in a.graphql_variants.split(","):
+                    continue
+                path = os.path.abspath(a.gq_parse_bench or graphql.parse_bench_path(info["path"]))
+                print(f"bench: GraphQL parse + validate ({v}, {path}) ...", file=sys.stderr, flush=True)
+                r = graphql.run_parse_bench(cfg, path, iters, runs)
+                doc["graphql"]["parse"][v] = r
+                if r["status"] != "ok":
+                    print(f"bench: GraphQL parse + validate ({v}): {r['status']}: {r['reason']}", file=sys.stderr)
+
         # Targets.
         tlist = []
         floor_bin = os.path.join(os.path.dirname(cfg.coldstart), "floor")
@@ -300,7 +327,17 @@ def main(argv=None):
                 doc["ingress"]["targets"][t.name] = r
                 if r["status"] != "ok":
                     print(f"bench: {t.name} ingress profile FAILED: {r['reason']}", file=sys.stderr)
+            if not a.no_graphql and graphql.wanted(t, a.graphql_variants):
+                print(f"bench: measuring {t.name} with the GraphQL profile ({gq_rows} rows) ...", file=sys.stderr,
+                      flush=True)
+                parse_us = (doc["graphql"]["parse"].get(t.variant) or {}).get("medianUs")
+                r = graphql.measure_target(cfg, t, db if t.store == "postgres" else None, a.graphql_connections,
+                                           duration, rows=gq_rows, parse_us=parse_us)
+                doc["graphql"]["targets"][t.name] = r
+                if r["status"] != "ok":
+                    print(f"bench: {t.name} GraphQL profile FAILED: {r['reason']}", file=sys.stderr)
         doc["ingress"] = ingress.finish(doc["ingress"])
+        doc["graphql"] = graphql.finish(doc["graphql"])
 
         # Ceilings.
         if "nginx" in doc["targets"]:
@@ -333,7 +370,7 @@ def main(argv=None):
         doc["plots"] = report.plots(doc, plot_dir)
     except Exception as e:  # noqa: BLE001
         notes.append(f"plots failed: {e}")
-    problems = jsonout.check_complete(doc) + ingress.check_complete(doc)
+    problems = jsonout.check_complete(doc) + ingress.check_complete(doc) + graphql.check_complete(doc)
     doc["completeness"] = problems
     jsonout.write_json(json_path, doc)
     print(report.summary(doc))
@@ -365,7 +402,7 @@ def any_noisy(doc):
         return False
 
     return (walk(doc.get("targets")) or walk(doc.get("sweep")) or walk(doc.get("ceilings"))
-            or walk(doc.get("ingress")))
+            or walk(doc.get("ingress")) or walk(doc.get("graphql")))
 
 
 def make_trainer(cfg, db, quick):

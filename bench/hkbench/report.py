@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 
-from . import ingress
+from . import graphql, ingress, jsonout
 
 
 def _get(d, *path):
@@ -89,7 +89,38 @@ def goals(doc):
         add(f"{what} / envelope (req/s)", r.get("rpsRatio"), lim["rpsRatioMin"], "higher")
         add(f"{what}, server CPU over envelope (us/req)", r.get("cpuUsDelta"), lim["cpuUsDeltaMax"])
         add(f"{what}, p99 (ms)", r.get("p99Ms"), lim["p99MsMax"])
+    # GraphQL (issue 14): a page over GraphQL against the same page over
+    # REST and the first query after ready, on each store; parse + validate.
+    lim = graphql.LIMITS
+    for store, label in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
+        r = graphql_result(doc, store)
+        add(f"GraphQL webhooks(first: 20) c={r.get('connections', 100)} {label} / GET ?limit=20 (req/s)",
+            r.get("rpsRatio"), lim["rpsRatioMin"], "higher")
+        add(f"first GraphQL query after ready, {label}, median (ms)", r.get("firstQueryMs"), lim["firstQueryMsMax"])
+    pv = graphql_parse_result(doc)
+    add("GraphQL parse + validate, 2 KB query, median (us)", pv.get("medianUs"), lim["parseValidateUsMax"])
     return out
+
+
+def graphql_result(doc, store):
+    """The GraphQL profile's figures for the release variant (or the given
+    binary) on `store`, when they were measured; {} otherwise."""
+    T = _get(doc, "graphql", "targets") or {}
+    for name in (f"hookd-release-{store}", f"hookd-given-{store}"):
+        r = T.get(name)
+        if isinstance(r, dict) and r.get("status") == "ok":
+            return r
+    return {}
+
+
+def graphql_parse_result(doc):
+    """The parse + validate figures of the release variant's (or the given
+    build's) microbenchmark; {} when not measured."""
+    P = _get(doc, "graphql", "parse") or {}
+    for v in ("release", "given"):
+        if isinstance(P.get(v), dict) and P[v].get("status") == "ok":
+            return P[v]
+    return {}
 
 
 def ingress_result(doc, store):
@@ -141,6 +172,10 @@ def ratios(doc):
         if isinstance(x, dict) and x.get("status") == "ok":
             r.setdefault("ingressVsEnvelope", {})[name] = {"rpsRatio": x.get("rpsRatio"),
                                                            "cpuUsDelta": x.get("cpuUsDelta")}
+    for name, x in (_get(doc, "graphql", "targets") or {}).items():
+        if isinstance(x, dict) and x.get("status") == "ok":
+            r.setdefault("graphqlVsRest", {})[name] = {"rpsRatio": x.get("rpsRatio"),
+                                                       "cpuUsDelta": x.get("cpuUsDelta")}
     r["goals"] = goals(doc)
     return r
 
@@ -226,6 +261,66 @@ def ingress_lines(doc):
     return lines + other
 
 
+def graphql_lines(doc):
+    """The GraphQL section of the summary: the parse microbenchmark per
+    variant, one row per target measured with the page both ways and the
+    first query, and why the others were not."""
+    sec = doc.get("graphql")
+    if not isinstance(sec, dict):
+        return []
+    if sec.get("status") != "ok":
+        return ["", f"GraphQL profile: {sec.get('status')}: {str(sec.get('reason', ''))[:160]}"]
+    lim = sec.get("limits") or graphql.LIMITS
+    yes = {True: "yes", False: "NO", None: "-"}
+    lines = ["", f"GraphQL: POST {sec.get('path')} webhooks(first: {sec.get('pageSize')}) vs GET "
+                 f"{sec.get('restPath')}, {sec.get('rows')} rows in the store, {sec.get('connections')} connections, "
+                 f"{sec.get('durationS')} s each, fresh servers; the first query after ready on a preloaded store;",
+             f"targets: GraphQL/REST req/s >= {lim['rpsRatioMin']}, first query <= {lim['firstQueryMsMax']} ms, "
+             f"parse + validate of a 2 KB query <= {lim['parseValidateUsMax']} us:"]
+    for v, p in (sec.get("parse") or {}).items():
+        if isinstance(p, dict) and p.get("status") == "ok":
+            po = p.get("parseOnlyMedianNs")
+            po = po / 1000 if jsonout.is_number(po) else None
+            lines.append(f"  parse + validate ({v}): {_f(p.get('medianUs'), '{:.2f}')} us median ({_f(po, '{:.2f}')} "
+                         f"us of it parsing), {p.get('queryBytes')} B, {p.get('runs')} runs of "
+                         f"{p.get('iterations')}, {p.get('arenaBytes')} arena bytes"
+                         + ("" if p.get("met") else " MISSED"))
+        else:
+            p = p if isinstance(p, dict) else {}
+            lines.append(f"  parse + validate ({v}): {p.get('status')}: {str(p.get('reason', ''))[:140]}")
+    rows, other = [], []
+    for name, x in (sec.get("targets") or {}).items():
+        if not isinstance(x, dict) or x.get("status") != "ok":
+            x = x if isinstance(x, dict) else {}
+            other.append(f"  {name}: {x.get('status')}: {str(x.get('reason', ''))[:160]}")
+            continue
+        rs, gq, fq = x.get("rest") or {}, x.get("graphql") or {}, x.get("firstQuery") or {}
+        met = x.get("targetsMet") or {}
+
+        def mark(k):
+            return "" if met.get(k) is None else ("" if met[k] else " MISSED")
+
+        rows.append([name, _f(rs.get("rps"), "{:.0f}"), _f(gq.get("rps"), "{:.0f}"),
+                     _f(x.get("rpsRatio"), "{:.3f}") + mark("rpsRatio"),
+                     _f(rs.get("serverCpuUsPerRequest")), _f(gq.get("serverCpuUsPerRequest")),
+                     _f(rs.get("p99Ms"), "{:.2f}"), _f(gq.get("p99Ms"), "{:.2f}"),
+                     _f(x.get("firstQueryMs"), "{:.3f}") + mark("firstQueryMs"), _f(fq.get("secondQueryMs"), "{:.3f}"),
+                     _f(fq.get("liveMs"), "{:.3f}"), f"{rs.get('non2xx', '-')}/{gq.get('non2xx', '-')}",
+                     yes[met.get("all")]])
+    if rows:
+        cols = ["target", "rps REST", "rps GraphQL", "ratio", "us/req REST", "us/req GraphQL", "p99 REST",
+                "p99 GraphQL", "1st query ms", "2nd ms", "live ms", "non2xx", "met"]
+        widths = [max(len(str(v)) for v in col) for col in zip(cols, *rows)]
+        lines.append("  " + "  ".join(c.rjust(w) if k else c.ljust(w) for k, (c, w) in enumerate(zip(cols, widths))))
+        for row in rows:
+            lines.append("  " + "  ".join(str(v).rjust(w) if k else str(v).ljust(w)
+                                          for k, (v, w) in enumerate(zip(row, widths))))
+    tm = sec.get("targetsMet")
+    if isinstance(tm, dict):
+        lines.append("  targetsMet: " + ", ".join(f"{k} {yes[v]}" for k, v in tm.items()))
+    return lines + other
+
+
 def _f(v, fmt="{:.1f}"):
     if v is None:
         return "-"
@@ -286,6 +381,7 @@ def summary(doc):
                 lines.append(f"  {n:32} {c.get('status')}: {str(c.get('reason', ''))[:120]}")
     lines += auth_lines(doc)
     lines += ingress_lines(doc)
+    lines += graphql_lines(doc)
     dbc = doc.get("ceilings", {}).get("database", {})
     lines.append("")
     if dbc.get("status") == "ok":

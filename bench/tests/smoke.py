@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Smoke run of the benchmark harness (suite integ): one target (the hookd
 in $HOOKD_BIN, SQLite; with access control and sessions in a Redis of its
-own when redis-server is installed; with the ingress profile), a few
+own when redis-server is installed; with the ingress and GraphQL profiles), a few
 seconds, into a temporary directory; passes when the JSON it writes is
 complete (every expected key, numbers are numbers). No figure is compared
 with a time. Skips (77) without wrk."""
@@ -18,10 +18,12 @@ here = os.path.dirname(os.path.abspath(__file__))
 # No __pycache__ in the source tree.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(here))
-from hkbench import ingress, jsonout  # noqa: E402
+from hkbench import graphql, ingress, jsonout  # noqa: E402
 
 hookd = os.environ.get("HOOKD_BIN")
 coldstart = os.environ.get("COLDSTART_BIN")
+# The parse microbenchmark of the same build (default: beside hookd).
+gq_parse_bench = os.environ.get("GQ_PARSE_BENCH_BIN")
 if not hookd or not coldstart:
     print("smoke: HOOKD_BIN and COLDSTART_BIN must name the binaries", file=sys.stderr)
     sys.exit(1)
@@ -32,8 +34,10 @@ if not shutil.which("wrk"):
 with tempfile.TemporaryDirectory(prefix="hookd-bench-smoke-") as out:
     cmd = [sys.executable, os.path.join(os.path.dirname(here), "compare.py"), "--smoke", "--allow-noisy",
            "--no-drop-caches", "--hookd", hookd, "--coldstart", coldstart, "--out", out]
+    if gq_parse_bench:
+        cmd += ["--gq-parse-bench", gq_parse_bench]
     print("smoke: " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, timeout=150)
+    r = subprocess.run(cmd, timeout=210)
     files = glob.glob(os.path.join(out, "*.json"))
     ok = 0
     if len(files) != 1:
@@ -41,7 +45,7 @@ with tempfile.TemporaryDirectory(prefix="hookd-bench-smoke-") as out:
     else:
         with open(files[0]) as f:
             doc = json.load(f, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
-        problems = jsonout.check_complete(doc) + ingress.check_complete(doc)
+        problems = jsonout.check_complete(doc) + ingress.check_complete(doc) + graphql.check_complete(doc)
         (name,) = [n for n, t in doc["targets"].items() if t.get("kind") == "hookd"]
         t = doc["targets"][name]
         if t["store"] != "sqlite" or not t["startup"]["runs"]:
@@ -53,6 +57,10 @@ with tempfile.TemporaryDirectory(prefix="hookd-bench-smoke-") as out:
                             f"{t['startup']['firstGetStatus']}, expected 201 and 200")
         if doc["ingress"].get("status") != "ok" or name not in doc["ingress"].get("targets", {}):
             problems.append(f"the ingress profile did not run on {name}: {doc['ingress'].get('reason')}")
+        if doc["graphql"].get("status") != "ok" or name not in doc["graphql"].get("targets", {}):
+            problems.append(f"the GraphQL profile did not run on {name}: {doc['graphql'].get('reason')}")
+        elif doc["graphql"]["parse"].get("given", {}).get("queryBytes") != 2048:
+            problems.append("the GraphQL parse microbenchmark did not run on the 2048-byte query")
         for p in problems:
             print("smoke: " + p)
         ok = 1 if not problems and r.returncode == 0 else 0

@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "core/config.h"
 #include "core/credential.h"
+#include "graphql/arena.h"
 #include "http/resp.h"
 #include "http/route.h"
 #include "http/server.h"
@@ -23,6 +24,7 @@
 
 struct hk_sources;
 struct hk_api_ingress;
+struct hk_api_gq;
 
 /* What a route needs (hk_route.need): scope bits (core/credential.h), or
  * one of the kinds of credential below. 0: open to anyone. */
@@ -69,6 +71,7 @@ struct hk_api_loop {
     bool bench_running;        /* one CPU benchmark at a time per loop */
     struct hk_api_ingress *ing_free; /* ingress request states not in use (api/hooks.c) */
     unsigned ing_nfree;
+    struct gq_arena_cache gq_cache;  /* GraphQL arena blocks between requests (api/graphql.c) */
 };
 
 /* A request's credential while the gate checks it, and what it proved. */
@@ -110,6 +113,7 @@ struct hk_api_req {
     /* An ingress request's state, from hk_app.head to end/drop (taken
      * from the loop's free list: a few KB, not kept per connection). */
     struct hk_api_ingress *ing;
+    struct hk_api_gq *gq;      /* a GraphQL request's state (api/graphql.c) */
 };
 
 static inline struct hk_api_req *api_req(struct hk_req *r)
@@ -148,6 +152,9 @@ unsigned hk_api_uri_of(int route);
 /* How many uri labels there are (2 + routes). */
 #define HK_API_NURI(n) (2 + (unsigned)(n))
 
+/* Does a comma-separated Accept value name `type` (parameters ignored)? */
+int hk_api_accepts(const char *v, size_t n, const char *type);
+
 /* A webhook id: 1..19 digits, no sign, > 0, fits int64. 0 or -1. */
 int hk_api_parse_id(const char *p, size_t n, int64_t *out);
 
@@ -168,6 +175,11 @@ void hk_api_session_delete(struct hk_req *r);
 void hk_api_hooks_post(struct hk_req *r);
 void hk_api_hooks_get(struct hk_req *r);
 void hk_api_webhook_body(struct hk_req *r);
+void hk_api_graphql(struct hk_req *r);
+void hk_api_graphql_schema(struct hk_req *r);
+void hk_api_graphql_init(void);
+/* Release a GraphQL request's state (app->end). */
+void hk_api_graphql_end(struct hk_req *r);
 
 /* Ingress (api/hooks.c): the process-wide state, the transport hooks, and
  * the sources file. hk_api_ingress_load installs a new snapshot (start,

@@ -52,6 +52,7 @@ static void loop_free(void *data)
     if (!L)
         return;
     hk_ingress_loop_free(L);
+    gq_arena_cache_free(&L->gq_cache);
     hk_obs_free(L->obs);
     free(L);
 }
@@ -132,6 +133,8 @@ static void on_end(struct hk_req *r)
     hk_obs_request(api_loop(r)->obs, &o);
     if (q->ing)
         hk_ingress_end(r);
+    if (q->gq)
+        hk_api_graphql_end(r);
     if (q->win_used) {
         hk_webhook_in_free(&q->win);
         q->win_used = false;
@@ -185,6 +188,8 @@ struct hk_api *hk_api_new(const struct hk_config *cfg, struct hk_store *store, u
     };
     if (cfg->sources_path)
         a->ingress = hk_ingress_new();
+    /* The schema's type references are resolved now, not by the first query. */
+    hk_api_graphql_init();
     return a;
 }
 

@@ -8,8 +8,7 @@
 #include "api/api_int.h"
 #include "http/query.h"
 
-/* Does a comma-separated Accept value name `type` (parameters ignored)? */
-static int accepts(const char *v, size_t n, const char *type)
+int hk_api_accepts(const char *v, size_t n, const char *type)
 {
     size_t tl = strlen(type);
     size_t i = 0;
@@ -42,8 +41,8 @@ void hk_api_openapi(struct hk_req *r)
         hk_resp_problem(r, 400, NULL, "query parameter format must be json or yaml");
         return;
     } else {
-        json = r->accept && accepts(r->accept, r->accept_len, "application/json") &&
-               !accepts(r->accept, r->accept_len, "application/yaml");
+        json = r->accept && hk_api_accepts(r->accept, r->accept_len, "application/json") &&
+               !hk_api_accepts(r->accept, r->accept_len, "application/yaml");
     }
     struct hk_buf *b = hk_resp_body(r);
     if (json)

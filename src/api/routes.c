@@ -16,6 +16,9 @@ const struct hk_route hk_api_routes[] = {
     {HTTP_GET, "/api/webhooks/{id}/body", hk_api_webhook_body, HK_NEED_READ},
     {HTTP_GET, "/hooks/{source}", hk_api_hooks_get, HK_NEED_OPEN},      /* handshakes */
     {HTTP_POST, "/hooks/{source}", hk_api_hooks_post, HK_NEED_OPEN},    /* providers: signatures */
+    {HTTP_GET, "/graphql", hk_api_graphql, HK_NEED_READ},
+    {HTTP_POST, "/graphql", hk_api_graphql, HK_NEED_READ},             /* deleteWebhook also needs delete */
+    {HTTP_GET, "/graphql/schema.graphql", hk_api_graphql_schema, HK_NEED_OPEN},
     {HTTP_POST, "/api/sessions", hk_api_session_create, HK_NEED_API_TOKEN},
     {HTTP_DELETE, "/api/sessions/current", hk_api_session_delete, HK_NEED_SESSION},
     {HTTP_GET, "/api/system/info", hk_api_system_info, HK_NEED_OPEN},

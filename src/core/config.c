@@ -69,6 +69,8 @@ static const struct opt opts[] = {
      "YAML (or JSON) file of ingress sources for POST /hooks/{source}; SIGHUP reloads it"},
     {"HOOKD_INGRESS_INFLIGHT_BYTES", "ingress-inflight-bytes", T_U32, OFF(ingress_inflight_bytes), 1024, 1u << 31,
      "67108864", "ingress body bytes being received or stored at once, all sources (503 beyond)"},
+    {"HOOKD_GRAPHQL_INTROSPECTION", "graphql-introspection", T_ONOFF, OFF(graphql_introspection), 0, 0, "on",
+     "on: /graphql answers __schema and __type (GraphiQL, codegen); off: refused"},
     {"HOOKD_LOG_LEVEL", "log-level", T_LOGLEVEL, OFF(log_level), 0, 0, "info", "debug, info, warn or error"},
     {"HOOKD_ACCESS_LOG", "access-log", T_INT, OFF(access_log), 0, 1, "0",
      "1: one JSON line per request on stderr"},

@@ -31,6 +31,7 @@ struct hk_config {
     char *webhook_secret;      /* NULL: signatures not required */
     char *sources_path;        /* HOOKD_SOURCES: NULL, no ingress sources (POST /hooks/x is 404) */
     uint32_t ingress_inflight_bytes;
+    bool graphql_introspection;
     bool auth_on;              /* HOOKD_AUTH: reads and deletes need a credential */
     char *api_tokens_file;     /* NULL: tokens only from the store */
     uint64_t session_ttl_ms;

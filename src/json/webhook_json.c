@@ -234,7 +234,7 @@ static void encode_ingress(struct hk_buf *b, const struct hk_webhook *w)
     put_str_or_null(b, w->client_addr, w->client_addr_len);
 }
 
-void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w)
+bool hk_webhook_payload(const struct hk_webhook *w, const char **p, size_t *n)
 {
     /* An ingress row's payload is its body, when that reads as text. */
     const char *payload = w->payload;
@@ -246,6 +246,16 @@ void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w)
         payload = text ? (w->body_len > 0 ? body : "") : NULL;
         payload_len = text ? w->body_len : 0;
     }
+    *p = payload;
+    *n = payload_len;
+    return payload != NULL;
+}
+
+void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w)
+{
+    const char *payload;
+    size_t payload_len;
+    hk_webhook_payload(w, &payload, &payload_len);
     /* The fixed parts and the usual sizes of the strings, reserved up front
      * so that short rows grow the buffer at most once. */
     hk_buf_reserve(b, 128 + w->source_len + w->event_type_len + payload_len +

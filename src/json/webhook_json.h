@@ -5,6 +5,7 @@
 #define HK_WEBHOOK_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/buf.h"
@@ -69,5 +70,8 @@ void hk_webhook_in_free(struct hk_webhook_in *in);
  * {...} counts as absent. Strings are escaped; raw objects are trusted to be
  * JSON (the API layer writes them). */
 void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w);
+/* The "payload" hk_webhook_encode shows for `w` (borrowed from w): false
+ * (and *p NULL) when it is null. */
+bool hk_webhook_payload(const struct hk_webhook *w, const char **p, size_t *n);
 
 #endif

@@ -72,7 +72,22 @@ static void retire(struct pg_loop *pl, struct hk_store_op *op)
 static bool is_read(enum hk_op_kind k)
 {
     return k == HK_OP_GET || k == HK_OP_LIST || k == HK_OP_TOKEN_GET || k == HK_OP_TOKEN_LIST ||
-           k == HK_OP_SESSION_GET;
+           k == HK_OP_SESSION_GET || k == HK_OP_SOURCE_STATS;
+}
+
+static void deliver_stats(struct hk_store_op *op, PGresult *res)
+{
+    int n = hk_pq.PQntuples(res);
+    for (int i = 0; i < n; i++) {
+        struct hk_source_stats st;
+        if (!hk__pg_stats_of(res, i, &st)) {
+            op->status = HK_ESTORE;
+            break;
+        }
+        if (op->on_stats)
+            op->on_stats(op, &st);
+    }
+    op->on_done(op);
 }
 
 static void deliver_cred_read(struct hk_store_op *op, PGresult *res)
@@ -102,6 +117,10 @@ static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *r
     int n = hk_pq.PQntuples(res);
     struct hk_webhook row;
     retire(pl, op);
+    if (op->kind == HK_OP_SOURCE_STATS) {
+        deliver_stats(op, res);
+        return;
+    }
     if (op->kind != HK_OP_GET && op->kind != HK_OP_LIST) {
         deliver_cred_read(op, res);
         return;
@@ -1003,6 +1022,7 @@ static int pg_submit(struct hk_store_loop *base, struct hk_store_op *op)
     case HK_OP_GET:
     case HK_OP_DELETE:
     case HK_OP_LIST:
+    case HK_OP_SOURCE_STATS:
         break;
     case HK_OP_TOKEN_PUT:
     case HK_OP_TOKEN_GET:

@@ -19,6 +19,10 @@
 #define OID_BYTEA 17
 #define OID_INT8 20
 #define OID_TEXT 25
+#define OID_TIMESTAMPTZ 1184
+/* timestamptz's binary form: int8 microseconds since 2000-01-01 UTC, with
+ * -infinity and infinity at the ends of int8. */
+#define PG_EPOCH_US INT64_C(946684800000000)
 
 /* Never edit an entry once released: append a new one. */
 const char *const hk__pg_migrations[] = {
@@ -98,6 +102,7 @@ const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg
 enum stmt_id {
     S_INS, S_INS_IDEM, S_INS_HOOK, S_GET, S_DEL, S_LIST0, S_PING = S_LIST0 + 8,
     S_TOK_PUT, S_TOK_GET, S_TOK_LIST, S_TOK_REVOKE, S_SES_PUT, S_SES_GET, S_SES_DEL,
+    S_STATS,
     S_COUNT
 };
 
@@ -110,10 +115,21 @@ enum stmt_id {
  * delivery id. One statement per combination so each uses its index (a
  * delivery id, with a source or without: the unique webhooks_delivery on
  * (delivery_id, source), whose NOT NULL `delivery_id = $5` implies; a
- * handful of rows per id at most). */
-#define LIST_STMT(name, where)                                                                   \
-    {name, "SELECT " COLS " FROM webhooks WHERE " where "id < $3 ORDER BY id DESC LIMIT $4", 5, \
-     {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8, OID_TEXT}, 1}
+ * handful of rows per id at most).
+ *
+ * $6 and $7 are the time bounds, always there, as binary timestamptz
+ * (-infinity and infinity when unset: no conversion in SQL, none per row).
+ * No index has received_at, so they can only filter what the index walk
+ * finds; written plainly, a range with unknown ends is guessed to keep
+ * 0.5% of the rows, and the generic plans turn to reading a whole source
+ * and sorting it. The cast to int hides the range from that guess (an
+ * expression without statistics compared with <>: 99.5%), so every
+ * statement keeps the plan it has without bounds (test_pg.c compares
+ * them); ids follow receipt, so the walk by id is the right one. */
+#define LIST_TIME "(received_at > $6 AND received_at < $7)::int <> 0 AND "
+#define LIST_STMT(name, where)                                                                                  \
+    {name, "SELECT " COLS " FROM webhooks WHERE " where LIST_TIME "id < $3 ORDER BY id DESC LIMIT $4", 7, \
+     {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8, OID_TEXT, OID_TIMESTAMPTZ, OID_TIMESTAMPTZ}, 1}
 
 /* Prepared once per connection. Every statement declares its parameter
  * types, so the list variants may leave some parameters unused. `binary`:
@@ -203,6 +219,16 @@ static const struct {
     [S_SES_DEL] = {"ses_del",
                    "DELETE FROM sessions WHERE hash = $1 RETURNING expires_at > " AT_OF("$2"),
                    2, {OID_BYTEA, OID_INT8}, 0},
+    /* Per-source figures in byte order of name: the groups first (count
+     * and newest id, from the (source, id) index when the planner likes
+     * it), cut to HK_STORE_STATS_MAX, and only then one lookup by id each
+     * for the newest row's time. max(received_at) would read every row. */
+    [S_STATS] = {"stats",
+                 "SELECT s.source, s.n, (extract(epoch FROM w.received_at) * 1000000)::int8"
+                 " FROM (SELECT source, count(*) AS n, max(id) AS m FROM webhooks GROUP BY source"
+                 " ORDER BY source COLLATE \"C\" LIMIT " STR(HK_STORE_STATS_MAX) ") AS s"
+                 " JOIN webhooks AS w ON w.id = s.m ORDER BY s.source COLLATE \"C\"",
+                 0, {0}, 1},
 };
 
 int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check)
@@ -375,7 +401,9 @@ static enum stmt_id bind_list(const struct hk_list_query *q, struct params *p)
     }
     p->v[4] = q->delivery_id;
     p->len[4] = (int)q->delivery_id_len;
-    p->n = 5;
+    param_i64(p, 5, q->received_after_us != 0 ? hk__list_time(q->received_after_us) - PG_EPOCH_US : INT64_MIN);
+    param_i64(p, 6, q->received_before_us != 0 ? hk__list_time(q->received_before_us) - PG_EPOCH_US : INT64_MAX);
+    p->n = 7;
     return S_LIST0 + (q->source ? 1 : 0) + (q->event_type ? 2 : 0) + (q->delivery_id ? 4 : 0);
 }
 
@@ -397,6 +425,9 @@ int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op)
         break;
     case HK_OP_LIST:
         id = bind_list(&op->list, &p);
+        break;
+    case HK_OP_SOURCE_STATS:
+        id = S_STATS;
         break;
     default:
         id = bind_cred(op, &p);
@@ -506,6 +537,14 @@ bool hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row)
     bytes_of(res, i, 10, &row->verified, &row->verified_len);
     bytes_of(res, i, 11, &row->client_addr, &row->client_addr_len);
     return row->source && row->event_type;
+}
+
+bool hk__pg_stats_of(const PGresult *res, int i, struct hk_source_stats *out)
+{
+    if (hk_pq.PQnfields(res) < 3 || !i64_of(res, i, 1, &out->count) || !i64_of(res, i, 2, &out->last_received_us))
+        return false;
+    bytes_of(res, i, 0, &out->source, &out->source_len);
+    return out->source != NULL;
 }
 
 bool hk__pg_id_of(const PGresult *res, int64_t *id)

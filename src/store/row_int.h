@@ -2,7 +2,8 @@
  * What both stores check of an ingress row (store.h: INSERT) before it goes
  * anywhere near the database, so that the two answer the same HK_EINVAL for
  * the same row, and PostgreSQL never sees a value it would refuse in a
- * group other ops share. Not for use outside src/store/. */
+ * group other ops share; and a list's time bounds, read the same way by
+ * both. Not for use outside src/store/. */
 #ifndef HK_STORE_ROW_INT_H
 #define HK_STORE_ROW_INT_H
 
@@ -61,6 +62,14 @@ static inline int hk__row_begin(struct hk_store_op *op)
            hk__row_text_ok(r->headers, r->headers_len) && hk__row_text_ok(r->verified, r->verified_len) &&
            hk__row_text_ok(r->client_addr, r->client_addr_len)
                ? 0 : HK_EINVAL;
+}
+
+/* A list's time bound as both stores apply it (store.h, hk_list_query):
+ * clamped to the dates an RFC 3339 time can name, which a PostgreSQL
+ * timestamptz always holds. The caller passes only a set bound (not 0). */
+static inline int64_t hk__list_time(int64_t us)
+{
+    return us < HK_STORE_LIST_TIME_MIN ? HK_STORE_LIST_TIME_MIN : us > HK_STORE_TIME_MAX ? HK_STORE_TIME_MAX : us;
 }
 
 #endif

@@ -25,8 +25,13 @@
  * bound, ?4 the limit, ?5 the delivery id. A delivery id with a source is
  * one row at most; with or without one, the unique webhooks_delivery on
  * (delivery_id, source) serves it (`delivery_id = ?5` implies the partial
- * index's NOT NULL). */
-#define LIST_SQL(where) "SELECT " COLS " FROM webhooks WHERE " where "id < ?3 ORDER BY id DESC LIMIT ?4"
+ * index's NOT NULL). The time bounds ?6 and ?7 are always there (unset:
+ * INT64_MIN and INT64_MAX, which no row reaches) and filter whatever the
+ * index walk finds: no index has received_us, so they never change a plan
+ * (test_store_sqlite.c checks the plans). */
+#define LIST_SQL(where)                                                                                   \
+    "SELECT " COLS " FROM webhooks WHERE " where "received_us > ?6 AND received_us < ?7 AND id < ?3" \
+    " ORDER BY id DESC LIMIT ?4"
 static const char *const list_sql[8] = {
     LIST_SQL(""),
     LIST_SQL("source = ?1 AND "),
@@ -47,6 +52,14 @@ static const char *const list_sql[8] = {
 #define SQL_TOKEN_GET "SELECT " TOKEN_COLS " FROM api_tokens WHERE hash = ?1"
 #define SQL_TOKEN_LIST "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY name LIMIT ?1"
 #define SQL_SESSION_GET "SELECT " SESSION_COLS " FROM sessions WHERE hash = ?1 AND expires_us > ?2"
+
+/* Per-source figures: one walk of the covering index (source, id), groups
+ * in name order (BINARY: byte order), and for each group one seek for its
+ * newest row's time. Reading max(received_us) instead would fetch every row
+ * of the table, payloads and bodies included. */
+#define SQL_STATS \
+    "SELECT source, count(*), (SELECT received_us FROM webhooks AS n WHERE n.source = w.source" \
+    " ORDER BY n.id DESC LIMIT 1) FROM webhooks AS w GROUP BY source ORDER BY source LIMIT ?1"
 
 /* ---- shared with the writer --------------------------------------------- */
 
@@ -283,6 +296,8 @@ static void loop_free_db(struct sq_loop *sl)
     sl->tok_list = NULL;
     sqlite3_finalize(sl->ses_get);
     sl->ses_get = NULL;
+    sqlite3_finalize(sl->stats);
+    sl->stats = NULL;
     for (int i = 0; i < 8; i++) {
         sqlite3_finalize(sl->list[i]);
         sl->list[i] = NULL;
@@ -319,6 +334,8 @@ static int reader_open(struct sq_loop *sl)
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(sl->db, SQL_SESSION_GET, -1, SQLITE_PREPARE_PERSISTENT,
                                 &sl->ses_get, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(sl->db, SQL_STATS, -1, SQLITE_PREPARE_PERSISTENT, &sl->stats, NULL);
     if (rc != SQLITE_OK) {
         (void)read_failed(sl->st, rc);
         loop_free_db(sl);
@@ -385,6 +402,12 @@ static void list_batch(struct sq_loop *sl, struct hk_store_op *op)
         rc = hk__sq_bind_str(stmt, 5, q->delivery_id, q->delivery_id_len);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(stmt, 3, q->before > 0 ? q->before : INT64_MAX);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 6, q->received_after_us != 0 ? hk__list_time(q->received_after_us)
+                                                                   : INT64_MIN);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 7, q->received_before_us != 0 ? hk__list_time(q->received_before_us)
+                                                                    : INT64_MAX);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(stmt, 4, q->limit == 0 ? -1
                                 : (int64_t)q->limit + (q->stream ? 1 : 0));
@@ -480,6 +503,38 @@ static void token_list(struct sq_loop *sl, struct hk_store_op *op)
     op->on_done(op);
 }
 
+/* SOURCE_STATS: every source's figures in one go (bounded by
+ * HK_STORE_STATS_MAX), like TOKEN_LIST. */
+static void source_stats(struct sq_loop *sl, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = stmt_acquire(sl, sl->stats, SQL_STATS, &stmt);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 1, HK_STORE_STATS_MAX);
+    op->status = 0;
+    if (rc == SQLITE_OK) {
+        while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+            struct hk_source_stats st;
+            st.source = (const char *)sqlite3_column_text(stmt, 0);
+            st.source_len = (size_t)sqlite3_column_bytes(stmt, 0);
+            st.count = sqlite3_column_int64(stmt, 1);
+            st.last_received_us = sqlite3_column_int64(stmt, 2);
+            if (!st.source)
+                st.source = "";   /* NOT NULL column: only an out-of-memory gets here */
+            if (op->on_stats)
+                op->on_stats(op, &st);
+        }
+    }
+    if (stmt)
+        stmt_release(stmt, sl->stats);
+    if (rc == SQLITE_DONE)
+        read_ok(sl->st);
+    else
+        op->status = read_failed(sl->st, rc);
+    op->more = false;
+    op->on_done(op);
+}
+
 /* ---- the ops table -------------------------------------------------------- */
 
 static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
@@ -503,6 +558,7 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
     case HK_OP_TOKEN_GET:
     case HK_OP_TOKEN_LIST:
     case HK_OP_SESSION_GET:
+    case HK_OP_SOURCE_STATS:
         /* A stream's later batches (sq_list_next) find the reader open. */
         if (reader_open(sl) != SQLITE_OK) {
             op->status = HK_EUNAVAIL;
@@ -513,6 +569,8 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
             list_batch(sl, op);
         } else if (op->kind == HK_OP_TOKEN_LIST) {
             token_list(sl, op);
+        } else if (op->kind == HK_OP_SOURCE_STATS) {
+            source_stats(sl, op);
         } else {
             cred_get(sl, op);
         }

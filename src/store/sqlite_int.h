@@ -66,7 +66,7 @@ struct sq_loop {
     sqlite3 *db;                    /* read-only; this loop's thread only */
     sqlite3_stmt *get;
     sqlite3_stmt *list[8];         /* by filter: bit 0 source, 1 event_type, 2 delivery_id */
-    sqlite3_stmt *tok_get, *tok_list, *ses_get;
+    sqlite3_stmt *tok_get, *tok_list, *ses_get, *stats;
     uv_async_t async;
     uv_timer_t warm;                /* opens db shortly after start */
     int closing;                    /* handles whose close is pending */

@@ -23,6 +23,12 @@ struct hk_list_query {
     size_t event_type_len;
     const char *delivery_id;
     size_t delivery_id_len;
+    /* Only rows with received_us > received_after_us and < received_before_us
+     * (both exclusive), unix microseconds; 0 = no bound. A bound is clamped
+     * to HK_STORE_LIST_TIME_MIN..HK_STORE_TIME_MAX, which every stored row
+     * lies within. */
+    int64_t received_after_us;
+    int64_t received_before_us;
     uint32_t limit;        /* rows per batch; the list ends after one batch unless `stream` */
     bool stream;           /* deliver every matching row, batch by batch (see hk_store_op.more) */
 };
@@ -42,8 +48,16 @@ enum hk_op_kind {
     HK_OP_SESSION_PUT,
     HK_OP_SESSION_GET,
     HK_OP_SESSION_DEL,
+    /* Per-source counts (docs/graphql.md, `sources`). */
+    HK_OP_SOURCE_STATS,
     HK_OP__COUNT
 };
+
+/* Earliest time a list bound may carry, unix microseconds: the start of
+ * year 0000 (UTC), as early as an RFC 3339 date goes. */
+#define HK_STORE_LIST_TIME_MIN INT64_C(-62167219200000000)
+/* Sources a SOURCE_STATS reports, at most (the first by name). */
+#define HK_STORE_STATS_MAX 10000
 
 /* How many expired sessions each SESSION_PUT deletes first, at most. */
 #define HK_STORE_SWEEP_MAX 16
@@ -57,6 +71,15 @@ struct sq_replay;   /* private to the SQLite store (sqlite_int.h) */
 typedef void (*hk_store_row_cb)(struct hk_store_op *op, const struct hk_webhook *row);
 typedef void (*hk_store_token_cb)(struct hk_store_op *op, const struct hk_token_rec *token);
 typedef void (*hk_store_done_cb)(struct hk_store_op *op);
+
+/* One source's figures, for SOURCE_STATS. */
+struct hk_source_stats {
+    const char *source;        /* borrowed for the call */
+    size_t source_len;
+    int64_t count;
+    int64_t last_received_us;  /* unix microseconds */
+};
+typedef void (*hk_store_stats_cb)(struct hk_store_op *op, const struct hk_source_stats *s);
 
 /* One request to the store. The caller owns the memory and keeps it (and the
  * input strings it points to) alive until on_done has run with more == false.
@@ -87,11 +110,21 @@ typedef void (*hk_store_done_cb)(struct hk_store_op *op);
  * GET:    in `id`; on_row once, or status HK_ENOTFOUND.
  * DELETE: in `id`; status 0 or HK_ENOTFOUND.
  * LIST:   in `list`; on_row per row, newest (highest id) first, then on_done.
- *         Filters (source, event_type, delivery_id) combine with AND; a
- *         delivery_id matches ingress rows only.
+ *         Filters (source, event_type, delivery_id, the two time bounds)
+ *         combine with AND; a delivery_id matches ingress rows only. The
+ *         time bounds filter the rows an index walk by id finds: with
+ *         neither source nor delivery_id, a bound that leaves a page short
+ *         walks every older id (linear in the table, never worse).
  *         With list.stream, on_done may come with more == true after a batch
  *         of list.limit rows: the caller must then call exactly one of
  *         hk_store_list_next() (another batch) or hk_store_list_close().
+ * SOURCE_STATS: no input. on_stats (may be NULL) once per source that has
+ *         rows, in byte order of name, at most HK_STORE_STATS_MAX of them
+ *         (the first ones: a caller that got that many may have been cut
+ *         short), then on_done once (never `more`). `count` is the source's
+ *         rows; `last_received_us` the received_us of its newest row
+ *         (highest id: ids follow receipt). A read: one pass over the
+ *         (source, id) index, linear in the table.
  * Rows given to on_row (INSERT, GET, LIST) carry every field: for an
  *         ingress row (row->ingress) body (never NULL, even when empty),
  *         body_sha256 and the ingress strings (NULL where none was stored),
@@ -148,6 +181,7 @@ struct hk_store_op {
     const char *name;               /* TOKEN_REVOKE, NUL-terminated */
     hk_store_row_cb on_row;
     hk_store_token_cb on_token;     /* TOKEN_LIST */
+    hk_store_stats_cb on_stats;     /* SOURCE_STATS */
     hk_store_done_cb on_done;
     void *data;                 /* the caller's */
     /* Backend-private from here on: the caller neither sets nor reads these.

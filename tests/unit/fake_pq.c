@@ -465,14 +465,21 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
     }
     if (strncmp(s->name, "list", 4) == 0) {
         int bits = s->name[4] - '0';
-        assert(bits >= 0 && bits < 8 && s->nparams == 5);
+        assert(bits >= 0 && bits < 8 && s->nparams == 7);
         int64_t before = fpq_param_i64(s, 2);
         int64_t limit = s->param[3] != NULL ? fpq_param_i64(s, 3) : INT64_MAX;
+        /* $6, $7: the time bounds, exclusive, binary timestamptz (from
+         * 2000-01-01; -infinity and infinity at the ends of int8). */
+        int64_t after_us = fpq_param_i64(s, 5), before_us = fpq_param_i64(s, 6);
+        if (after_us != INT64_MIN)
+            after_us += FPQ_PG_EPOCH_US;
+        if (before_us != INT64_MAX)
+            before_us += FPQ_PG_EPOCH_US;
         const struct frow *hit[256];
         int n = 0;
         for (size_t i = F.nrows; i-- > 0 && n < limit && n < 256;) {
             const struct frow *r = &F.rows[i];
-            if (!r->live || r->id >= before)
+            if (!r->live || r->id >= before || r->received_us <= after_us || r->received_us >= before_us)
                 continue;
             if ((bits & 1) && strcmp(r->source, s->param[0]) != 0)
                 continue;
@@ -486,6 +493,43 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
         res->binary = s->result_format == 1;
         for (int i = 0; i < n; i++)
             put_row(res, i, hit[i]);
+        return res;
+    }
+    if (strcmp(s->name, "stats") == 0) {
+        /* Each live source once, in byte order: count and the time of
+         * its newest row. Rows are in id order, so the last one seen wins. */
+        assert(s->nparams == 0);
+        size_t ns = 0;
+        const struct frow **first = xcalloc(F.nrows + 1, sizeof *first);
+        for (size_t i = 0; i < F.nrows; i++) {
+            if (!F.rows[i].live)
+                continue;
+            size_t k = 0;
+            while (k < ns && strcmp(first[k]->source, F.rows[i].source) != 0)
+                k++;
+            if (k == ns)
+                first[ns++] = &F.rows[i];
+        }
+        for (size_t a = 1; a < ns; a++)
+            for (size_t b = a; b > 0 && strcmp(first[b - 1]->source, first[b]->source) > 0; b--) {
+                const struct frow *t = first[b];
+                first[b] = first[b - 1];
+                first[b - 1] = t;
+            }
+        res = res_new(PGRES_TUPLES_OK, (int)ns, 3);
+        res->binary = s->result_format == 1;
+        for (size_t k = 0; k < ns; k++) {
+            int64_t count = 0, last = 0;
+            for (size_t i = 0; i < F.nrows; i++)
+                if (F.rows[i].live && strcmp(F.rows[i].source, first[k]->source) == 0) {
+                    count++;
+                    last = F.rows[i].received_us;
+                }
+            res_set(res, (int)k, 0, first[k]->source);
+            res_set_i64(res, (int)k, 1, count);
+            res_set_i64(res, (int)k, 2, last);
+        }
+        free(first);
         return res;
     }
     /* Credentials, stateless: inserts take, reads find nothing, revokes

@@ -7,7 +7,8 @@
  * The webhook statements answer in the result format the store asks for
  * (binary for rows: int8 as 8 bytes, bytea as its bytes, bool as one byte);
  * ins_hook stores an ingress row, deduplicated on (source, delivery id) as
- * the unique index does. The credential statements (tok_*, ses_*) keep no
+ * the unique index does; the lists apply the time bounds ($6, $7, binary
+ * timestamptz), and stats counts the live rows per source. The credential statements (tok_*, ses_*) keep no
  * state: the fake answers as if their tables took every insert and held
  * nothing to read, revoke or delete. An error's primary message field is
  * its first line without the "ERROR:  " prefix, as libpq's. Single-threaded:
@@ -40,6 +41,8 @@ enum fpq_outcome {
 };
 
 #define FPQ_MAX_PARAMS 10
+/* timestamptz's binary form counts microseconds from 2000-01-01 UTC. */
+#define FPQ_PG_EPOCH_US INT64_C(946684800000000)
 /* The store's schema version (store/pg_sql.c: hk__pg_migrations). */
 #define FPQ_SCHEMA_CURRENT 3
 

@@ -4,7 +4,8 @@
  * (store/pg_redact.c); with the server at HOOKD_TEST_DATABASE_URL (skipped
  * when unset), ingress rows through the store itself: byte-exact bodies,
  * dedup on the delivery id, two replicas racing on the same deliveries,
- * the migration from version 2, and no row data in the logs. */
+ * the migration from version 2, no row data in the logs, the lists' time
+ * bounds and their plans, and SOURCE_STATS. */
 #include <criterion/criterion.h>
 #include <poll.h>
 #include <stdio.h>
@@ -716,6 +717,234 @@ Test(pg_server, refused_row_is_not_logged)
     log[n] = '\0';
     cr_assert(strstr(log, "poisoned row") != NULL, "%s", log);
     cr_assert_null(strstr(log, "SECRET"), "%s", log);
+    replica_detach(&r);
+    r.s->vt->close(r.s);
+    srv_close();
+}
+
+/* ---- time bounds and per-source figures (GraphQL) ------------------------- */
+
+static void list_timed(struct replica *r, struct seen *g, const char *source, int64_t after, int64_t before_us,
+                       uint32_t limit)
+{
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    memset(g, 0, sizeof *g);
+    op.kind = HK_OP_LIST;
+    op.list.source = source;
+    op.list.source_len = source ? strlen(source) : 0;
+    op.list.received_after_us = after;
+    op.list.received_before_us = before_us;
+    op.list.limit = limit;
+    op.on_row = seen_row;
+    op.on_done = seen_done;
+    op.data = g;
+    run(r, &op);
+    cr_assert_eq(g->status, 0);
+}
+
+/* Exclusive bounds, to the microsecond, alone or together, beside the
+ * other filters; far dates are clamped, not refused. */
+Test(pg_server, list_time_bounds_are_exclusive)
+{
+    srv_open(NULL);
+    struct replica r = {.s = store_open(1)};
+    replica_attach(&r);
+    /* Rows 1..10, received 1 ms apart from 2023-11-14T22:13:20.000001Z on,
+     * in sources a (odd ids) and b. */
+    db_exec(srv.db, "INSERT INTO webhooks(source, event_type, payload, received_at)"
+                    " SELECT CASE WHEN i % 2 = 1 THEN 'a' ELSE 'b' END, 'e', '{}',"
+                    " timestamptz 'epoch' + (1700000000000001 + i * 1000) * interval '1 microsecond'"
+                    " FROM generate_series(1, 10) AS i ORDER BY i");
+#define AT(i) (INT64_C(1700000000000001) + (i) * 1000)
+    struct seen g;
+    list_timed(&r, &g, NULL, AT(3), AT(7), 0);
+    cr_assert_eq(g.nids, 3);
+    cr_assert_eq(g.ids[0], 6);
+    cr_assert_eq(g.ids[1], 5);
+    cr_assert_eq(g.ids[2], 4);
+    cr_assert_eq(g.received_us, AT(4), "exact to the microsecond");
+    list_timed(&r, &g, NULL, AT(3) - 1, AT(7) + 1, 0);
+    cr_assert_eq(g.nids, 5, "one microsecond either side takes both ends in");
+    list_timed(&r, &g, NULL, AT(8), 0, 0);
+    cr_assert_eq(g.nids, 2);
+    cr_assert_eq(g.ids[0], 10);
+    list_timed(&r, &g, NULL, 0, AT(2), 0);
+    cr_assert_eq(g.nids, 1);
+    cr_assert_eq(g.ids[0], 1);
+    list_timed(&r, &g, "a", AT(2), AT(9), 2);
+    cr_assert_eq(g.nids, 2);
+    cr_assert_eq(g.ids[0], 7);
+    cr_assert_eq(g.ids[1], 5);
+    list_timed(&r, &g, "b", AT(10), 0, 0);
+    cr_assert_eq(g.nids, 0);
+    list_timed(&r, &g, NULL, INT64_MIN, INT64_MAX, 0);
+    cr_assert_eq(g.nids, 10, "clamped bounds the server can convert");
+    list_timed(&r, &g, NULL, HK_STORE_TIME_MAX, 0, 0);
+    cr_assert_eq(g.nids, 0);
+    list_timed(&r, &g, NULL, 0, HK_STORE_LIST_TIME_MIN, 0);
+    cr_assert_eq(g.nids, 0);
+    list_timed(&r, &g, NULL, -1, 0, 0);
+    cr_assert_eq(g.nids, 10, "before 1970 is a time too");
+#undef AT
+    replica_detach(&r);
+    r.s->vt->close(r.s);
+    srv_close();
+}
+
+/* The bounds change no access path: on a table the planner has statistics
+ * for, every list statement (generic plan: how a prepared statement runs
+ * once PostgreSQL settles on one) walks an index backwards by id, with the
+ * bounds as without them: no sequential scan, no bitmap, no sort (the
+ * delivery-id variants sort their handful of rows either way). Written
+ * plainly, the same bounds make some of them read a whole event type and
+ * sort it: the control that shows this test can fail. The statements are
+ * pg_sql.c's, COLS aside. */
+static void plan_scans(const char *sql, char *out, size_t cap)
+{
+    PGresult *res = hk_pq.PQexec(srv.db, sql);
+    cr_assert_eq(hk_pq.PQresultStatus(res), PGRES_TUPLES_OK, "%s", hk_pq.PQresultErrorMessage(res));
+    out[0] = '\0';
+    for (int i = 0; i < hk_pq.PQntuples(res); i++) {
+        const char *line = hk_pq.PQgetvalue(res, i, 0);
+        if (!strstr(line, "Scan") && !strstr(line, "Sort"))
+            continue;
+        /* The node's name and index, without its costs. */
+        const char *p = line;
+        while (*p == ' ' || *p == '-' || *p == '>')
+            p++;
+        size_t n = strcspn(p, "(");
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%.*s;", (int)n, p);
+    }
+    hk_pq.PQclear(res);
+}
+
+Test(pg_server, list_time_bounds_keep_every_plan)
+{
+    srv_open(NULL);
+    struct replica r = {.s = store_open(1)};
+    replica_attach(&r);
+    replica_detach(&r);
+    r.s->vt->close(r.s);
+    db_exec(srv.db, "INSERT INTO webhooks(source, event_type, payload, received_at, delivery_id)"
+                    " SELECT 's' || (i % 50), 'e' || (i / 1000), '{}', now(), 'd' || i"
+                    " FROM generate_series(1, 50000) AS i; ANALYZE webhooks");
+    db_exec(srv.db, "SET plan_cache_mode = force_generic_plan");
+    static const char *const where[8] = {
+        "", "source = $1 AND ", "event_type = $2 AND ", "source = $1 AND event_type = $2 AND ",
+        "delivery_id = $5 AND ", "source = $1 AND delivery_id = $5 AND ", "event_type = $2 AND delivery_id = $5 AND ",
+        "source = $1 AND event_type = $2 AND delivery_id = $5 AND ",
+    };
+    static const char *const bounds[3] = {
+        "$6 IS NULL AND $7 IS NULL AND",                        /* none (the parameters must be used) */
+        "(received_at > $6 AND received_at < $7)::int <> 0 AND", /* pg_sql.c's LIST_TIME */
+        "received_at > $6 AND received_at < $7 AND",            /* plainly: the control */
+    };
+    int plain_sorts = 0;
+    for (int v = 0; v < 8; v++) {
+        for (int t = 0; t < 3; t++) {
+            char sql[1024], plan[1024];
+            snprintf(sql, sizeof sql,
+                     "PREPARE q%d%d(text, text, int8, int8, text, timestamptz, timestamptz) AS SELECT * FROM webhooks"
+                     " WHERE %s%s id < $3 ORDER BY id DESC LIMIT $4", v, t, where[v], bounds[t]);
+            db_exec(srv.db, sql);
+            snprintf(sql, sizeof sql, "EXPLAIN EXECUTE q%d%d('s1', 'e1', 9223372036854775807, 21, 'd1', %s)", v, t,
+                     t ? "'2023-11-14 22:13:20Z', 'infinity'" : "NULL, NULL");
+            plan_scans(sql, plan, sizeof plan);
+            if (t == 2) {
+                plain_sorts += strstr(plan, "Sort") != NULL;
+                continue;
+            }
+            cr_assert_null(strstr(plan, "Seq Scan"), "variant %d/%d: %s", v, t, plan);
+            cr_assert_null(strstr(plan, "Bitmap"), "variant %d/%d: %s", v, t, plan);
+            if (v < 4) {
+                cr_assert(strncmp(plan, "Index Scan Backward using webhooks_", 35) == 0, "variant %d/%d: %s", v, t,
+                          plan);
+                cr_assert_null(strstr(plan, "Sort"), "variant %d/%d: %s", v, t, plan);
+            } else {
+                cr_assert_not_null(strstr(plan, "using webhooks_delivery"), "variant %d/%d: %s", v, t, plan);
+            }
+        }
+    }
+    cr_assert_gt(plain_sorts, 0, "the control: plain bounds should have made some plan sort");
+    srv_close();
+}
+
+struct stats_seen {
+    struct seen g;              /* first: seen_done takes op->data as a seen */
+    char source[8][16];
+    int64_t count[8], last[8];
+    int n;
+    char last_name[16];
+};
+
+static void stats_row(struct hk_store_op *op, const struct hk_source_stats *st)
+{
+    struct stats_seen *ss = op->data;
+    cr_assert_lt(st->source_len, sizeof ss->source[0]);
+    if (ss->n < 8) {
+        snprintf(ss->source[ss->n], sizeof ss->source[0], "%.*s", (int)st->source_len, st->source);
+        ss->count[ss->n] = st->count;
+        ss->last[ss->n] = st->last_received_us;
+    }
+    snprintf(ss->last_name, sizeof ss->last_name, "%.*s", (int)st->source_len, st->source);
+    ss->n++;
+}
+
+static void source_stats(struct replica *r, struct stats_seen *ss)
+{
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    memset(ss, 0, sizeof *ss);
+    op.kind = HK_OP_SOURCE_STATS;
+    op.on_stats = stats_row;
+    op.on_done = seen_done;
+    op.data = ss;
+    run(r, &op);
+    cr_assert_eq(ss->g.status, 0);
+}
+
+/* As the SQLite store: byte order of name, the count, the newest row's
+ * time (highest id, whatever the times say), bounded. */
+Test(pg_server, source_stats_counts_each_source_in_byte_order)
+{
+    srv_open(NULL);
+    struct replica r = {.s = store_open(1)};
+    replica_attach(&r);
+    struct stats_seen ss;
+    source_stats(&r, &ss);
+    cr_assert_eq(ss.n, 0);
+    db_exec(srv.db, "INSERT INTO webhooks(source, event_type, payload, received_at)"
+                    " SELECT s, 'e', '{}', timestamptz 'epoch' + (5000000 - i) * interval '1 microsecond'"
+                    " FROM unnest(ARRAY['zeta', 'alpha', 'zeta', 'Beta', 'alpha', 'zeta', U&'\\00e9t\\00e9'])"
+                    " WITH ORDINALITY AS t(s, i) ORDER BY i");
+    source_stats(&r, &ss);
+    cr_assert_eq(ss.n, 4);
+    cr_assert_str_eq(ss.source[0], "Beta", "byte order: upper case before lower");
+    cr_assert_str_eq(ss.source[1], "alpha");
+    cr_assert_str_eq(ss.source[2], "zeta");
+    cr_assert_str_eq(ss.source[3], "\xc3\xa9t\xc3\xa9", "UTF-8 after ASCII");
+    cr_assert_eq(ss.count[0], 1);
+    cr_assert_eq(ss.count[1], 2);
+    cr_assert_eq(ss.count[2], 3);
+    cr_assert_eq(ss.count[3], 1);
+    cr_assert_eq(ss.last[0], 5000000 - 4);
+    cr_assert_eq(ss.last[1], 5000000 - 5);
+    cr_assert_eq(ss.last[2], 5000000 - 6);
+    cr_assert_eq(ss.last[3], 5000000 - 7);
+
+    db_exec(srv.db, "TRUNCATE webhooks");
+    char sql[256];
+    snprintf(sql, sizeof sql, "INSERT INTO webhooks(source, event_type, payload, received_at)"
+             " SELECT 's' || lpad(i::text, 6, '0'), 'e', '{}', now() FROM generate_series(0, %d) AS i",
+             HK_STORE_STATS_MAX + 3);
+    db_exec(srv.db, sql);
+    source_stats(&r, &ss);
+    cr_assert_eq(ss.n, HK_STORE_STATS_MAX, "the first HK_STORE_STATS_MAX by name");
+    char last[16];
+    snprintf(last, sizeof last, "s%06d", HK_STORE_STATS_MAX - 1);
+    cr_assert_str_eq(ss.last_name, last);
     replica_detach(&r);
     r.s->vt->close(r.s);
     srv_close();

@@ -6,9 +6,10 @@
  * statement failing inside a group-committed batch, deadlines passing
  * while queued and while in flight, idempotent replays, the SQLSTATE to
  * status mapping, reconnect back-off, the start-up's schema check and
- * migrations, the credential ops' refusals and retries, and ingress rows
+ * migrations, the credential ops' refusals and retries, ingress rows
  * (every field sent and read back in binary, dedup on the delivery id, its
- * list filter, refusals before sending, no row data in the logs). */
+ * list filter, refusals before sending, no row data in the logs), the
+ * lists' time bounds and SOURCE_STATS. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -1425,8 +1426,10 @@ Test(pg_pipeline, list_filters_on_the_delivery_id)
     cr_assert_eq(r.ids[1], h[0].row_id);
     const struct fpq_stmt *s = fpq_send_at("list4", NULL, 0);
     cr_assert_not_null(s);
-    cr_assert_eq(s->nparams, 5);
+    cr_assert_eq(s->nparams, 7);
     cr_assert_str_eq(s->param[4], "d1");
+    cr_assert_eq(fpq_param_i64(s, 5), INT64_MIN, "no time bound: -infinity");
+    cr_assert_eq(fpq_param_i64(s, 6), INT64_MAX, "no time bound: infinity");
     cr_assert_eq(s->result_format, 1);
 
     list_by(&c, &r, "gh", NULL, "d1");
@@ -1484,5 +1487,146 @@ Test(pg_pipeline, failed_ingress_insert_logs_no_row_data)
     cr_assert(strstr(log, "23514") != NULL, "%s", log);
     cr_assert_null(strstr(log, "SECRET"), "%s", log);
     cr_assert_null(strstr(log, "Failing row"), "%s", log);
+    ctx_close(&c);
+}
+
+/* ---- time bounds and per-source figures (GraphQL) ------------------------------- */
+
+/* The bounds go as $6 and $7 of every list variant, binary timestamptz
+ * (microseconds from 2000-01-01; -infinity and infinity when unset),
+ * clamped to the dates RFC 3339 can name; rows on a bound are left out
+ * (both exclusive). */
+Test(pg_pipeline, list_time_bounds_are_parameters_6_and_7)
+{
+    struct ctx c;
+    ctx_open(&c, 1, 2000);
+    int64_t id[5];
+    for (int i = 0; i < 5; i++)
+        id[i] = fpq_seed(i % 2 ? "b" : "a", "e", "{}", 1000 * (i + 1), NULL);
+
+    struct rec r;
+    rec_init(&c, &r, HK_OP_LIST);
+    r.op.list.limit = 10;
+    r.op.list.received_after_us = 2000;
+    r.op.list.received_before_us = 5000;
+    submit(&r);
+    RUN_UNTIL(&c, r.dones, 1000);
+    assert_once(&r, "list", 0);
+    cr_assert_eq(r.nids, 2, "3000 and 4000: both bounds exclusive");
+    cr_assert_eq(r.ids[0], id[3]);
+    cr_assert_eq(r.ids[1], id[2]);
+    const struct fpq_stmt *s = fpq_send_at("list0", NULL, 0);
+    cr_assert_not_null(s);
+    cr_assert_eq(s->nparams, 7);
+    cr_assert_eq(s->len[5], 8);
+    cr_assert_eq(fpq_param_i64(s, 5), 2000 - FPQ_PG_EPOCH_US);
+    cr_assert_eq(fpq_param_i64(s, 6), 5000 - FPQ_PG_EPOCH_US);
+
+    /* One bound alone, with a source filter: the other stays NULL. */
+    rec_init(&c, &r, HK_OP_LIST);
+    r.op.list.source = "a";
+    r.op.list.source_len = 1;
+    r.op.list.received_after_us = 1000;
+    submit(&r);
+    RUN_UNTIL(&c, r.dones, 1000);
+    assert_once(&r, "list", 0);
+    cr_assert_eq(r.nids, 2);
+    cr_assert_eq(r.ids[0], id[4]);
+    cr_assert_eq(r.ids[1], id[2]);
+    s = fpq_send_at("list1", "a", 0);
+    cr_assert_not_null(s);
+    cr_assert_eq(fpq_param_i64(s, 5), 1000 - FPQ_PG_EPOCH_US);
+    cr_assert_eq(fpq_param_i64(s, 6), INT64_MAX);
+
+    /* Out of range: clamped, so the server can always convert them. */
+    rec_init(&c, &r, HK_OP_LIST);
+    r.op.list.received_after_us = INT64_MIN;
+    r.op.list.received_before_us = INT64_MAX;
+    submit(&r);
+    RUN_UNTIL(&c, r.dones, 1000);
+    assert_once(&r, "list", 0);
+    cr_assert_eq(r.nids, 5);
+    s = fpq_send_at("list0", NULL, 1);
+    cr_assert_not_null(s);
+    cr_assert_eq(fpq_param_i64(s, 5), HK_STORE_LIST_TIME_MIN - FPQ_PG_EPOCH_US);
+    cr_assert_eq(fpq_param_i64(s, 6), HK_STORE_TIME_MAX - FPQ_PG_EPOCH_US);
+    ctx_close(&c);
+}
+
+/* What on_stats saw. */
+struct stats_rec {
+    struct rec r;              /* first: on_done takes op->data as a rec */
+    char source[4][16];
+    int64_t count[4], last[4];
+    int n;
+};
+
+static void on_stats(struct hk_store_op *op, const struct hk_source_stats *st)
+{
+    struct stats_rec *sr = op->data;
+    cr_assert_lt(sr->n, 4);
+    cr_assert_lt(st->source_len, sizeof sr->source[0]);
+    snprintf(sr->source[sr->n], sizeof sr->source[0], "%.*s", (int)st->source_len, st->source);
+    sr->count[sr->n] = st->count;
+    sr->last[sr->n] = st->last_received_us;
+    sr->n++;
+}
+
+static void stats_init(struct ctx *c, struct stats_rec *sr)
+{
+    memset(sr, 0, sizeof *sr);
+    rec_init(c, &sr->r, HK_OP_SOURCE_STATS);
+    sr->r.op.on_stats = on_stats;
+    sr->r.op.data = sr;
+}
+
+/* A read: answered when its rows come, without parameters, in binary; in
+ * a group that another op fails, it goes again like any read. */
+Test(pg_pipeline, source_stats_is_a_read_that_goes_again)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "bad",
+                            .reply = FAIL("23514")}}};
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+    fpq_seed("zeta", "e", "{}", 10, NULL);
+    fpq_seed("alpha", "e", "{}", 20, NULL);
+    fpq_seed("zeta", "e", "{}", 30, NULL);
+    fpq_seed("Beta", "e", "{}", 40, NULL);
+
+    struct stats_rec sr;
+    stats_init(&c, &sr);
+    submit(&sr.r);
+    RUN_UNTIL(&c, sr.r.dones, 1000);
+    assert_once(&sr.r, "stats", 0);
+    cr_assert_eq(sr.n, 3);
+    cr_assert_str_eq(sr.source[0], "Beta", "byte order: upper case first");
+    cr_assert_eq(sr.count[0], 1);
+    cr_assert_eq(sr.last[0], 40);
+    cr_assert_str_eq(sr.source[1], "alpha");
+    cr_assert_eq(sr.count[1], 1);
+    cr_assert_eq(sr.last[1], 20);
+    cr_assert_str_eq(sr.source[2], "zeta");
+    cr_assert_eq(sr.count[2], 2);
+    cr_assert_eq(sr.last[2], 30);
+    const struct fpq_stmt *s = fpq_send_at("stats", NULL, 0);
+    cr_assert_not_null(s);
+    cr_assert_eq(s->nparams, 0);
+    cr_assert_eq(s->result_format, 1);
+
+    /* Behind an insert that fails its group: aborted, then sent again. */
+    struct rec bad;
+    ins(&c, &bad, "bad");
+    stats_init(&c, &sr);
+    sr.r.op.on_stats = NULL;   /* may be NULL */
+    submit(&bad);
+    submit(&sr.r);
+    RUN_UNTIL(&c, bad.dones && sr.r.dones, 1000);
+    assert_once(&bad, "bad", HK_EINVAL);
+    assert_once(&sr.r, "stats", 0);
+    cr_assert_eq(sr.n, 0);
+    cr_assert_eq(fpq_sends("stats", NULL), 3);
+    cr_assert_eq(fpq_send_at("stats", NULL, 1)->outcome, FPQ_ABORTED);
+    cr_assert_eq(fpq_send_at("stats", NULL, 2)->outcome, FPQ_ANSWERED);
     ctx_close(&c);
 }

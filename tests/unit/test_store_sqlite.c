@@ -2732,3 +2732,309 @@ Test(store_sqlite, racing_loops_store_each_delivery_once)
     cr_assert_eq(sql_int(c.path, "SELECT count(DISTINCT delivery_id) FROM webhooks"), RACE_N);
     rm_dir(&c);
 }
+
+/* ---- time bounds and per-source figures (GraphQL) ------------------------- */
+
+/* A list with every filter, the time bounds included, against a mirror. */
+static void check_timed_list(struct ctx *c, const struct mirror *m, const int64_t *at, int n, const char *src,
+                             const char *et, int64_t after, int64_t before_us, int64_t before, uint32_t limit)
+{
+    struct got g = {0};
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_LIST;
+    op.list.source = src;
+    op.list.source_len = src ? strlen(src) : 0;
+    op.list.event_type = et;
+    op.list.event_type_len = et ? strlen(et) : 0;
+    op.list.received_after_us = after;
+    op.list.received_before_us = before_us;
+    op.list.before = before;
+    op.list.limit = limit;
+    op.on_row = on_row;
+    op.on_done = on_done;
+    op.data = &g;
+    cr_assert_eq(hk_store_submit(c->sl, &op), 0);
+    cr_assert_eq(g.dones, 1);
+    cr_assert_eq(g.status, 0);
+    size_t want = 0;
+    for (int i = n - 1; i >= 0 && (limit == 0 || want < limit); i--) {
+        if ((src && strcmp(m[i].src, src) != 0) || (et && strcmp(m[i].et, et) != 0) ||
+            (before && m[i].id >= before) || (after && at[i] <= after) || (before_us && at[i] >= before_us))
+            continue;
+        cr_assert_lt(want, g.nids, "after=%" PRId64 " before_us=%" PRId64 ": too few rows", after, before_us);
+        cr_assert_eq(g.ids[want], m[i].id, "row %zu", want);
+        want++;
+    }
+    cr_assert_eq(g.nids, want, "src=%s et=%s after=%" PRId64 " before_us=%" PRId64 " before=%" PRId64
+                 " limit=%u", src, et, after, before_us, before, limit);
+    got_free(&g);
+}
+
+/* A stream of `limit` rows a batch within the two bounds. */
+static void list_by_time(struct ctx *c, struct got *g, int64_t after, int64_t before_us, uint32_t limit)
+{
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_LIST;
+    op.list.received_after_us = after;
+    op.list.received_before_us = before_us;
+    op.list.limit = limit;
+    op.list.stream = true;
+    op.on_row = on_row;
+    op.on_done = on_done;
+    op.data = g;
+    cr_assert_eq(hk_store_submit(c->sl, &op), 0);
+    while (g->more)
+        hk_store_list_next(c->sl, &op);
+    cr_assert_eq(g->status, 0);
+}
+
+Test(store_sqlite, list_time_bounds_are_exclusive_and_combine)
+{
+    struct ctx c;
+    struct mirror m[30];
+    int64_t at[30];
+    ctx_init(&c);
+    ctx_open(&c, false);
+    for (int i = 0; i < 30; i++) {
+        m[i].src = i % 2 ? "b" : "a";
+        m[i].et = i % 3 == 0 ? "x" : "y";
+        m[i].id = insert(&c, m[i].src, m[i].et, "{}");
+    }
+    /* Receipt times the test controls: 1000 us apart, in id order. */
+    sql_exec(c.path, "UPDATE webhooks SET received_us = 1700000000000000 + id * 1000");
+    for (int i = 0; i < 30; i++)
+        at[i] = 1700000000000000 + m[i].id * 1000;
+
+    const char *srcs[] = {NULL, "a", "b"};
+    const char *ets[] = {NULL, "x"};
+    int64_t afters[] = {0, at[4], at[20], at[29], INT64_MIN};
+    int64_t befores_us[] = {0, at[25], at[5], at[0], INT64_MAX};
+    int64_t befores[] = {0, m[22].id};
+    uint32_t limits[] = {0, 3};
+    for (size_t s = 0; s < 3; s++)
+        for (size_t e = 0; e < 2; e++)
+            for (size_t a = 0; a < 5; a++)
+                for (size_t b = 0; b < 5; b++)
+                    for (size_t k = 0; k < 2; k++)
+                        for (size_t l = 0; l < 2; l++)
+                            check_timed_list(&c, m, at, 30, srcs[s], ets[e], afters[a], befores_us[b], befores[k],
+                                             limits[l]);
+
+    /* By hand: strictly after at[4] and strictly before at[8] is 5, 6, 7. */
+    struct got g = {0};
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_LIST;
+    op.list = (struct hk_list_query){.received_after_us = at[4], .received_before_us = at[8]};
+    op.on_row = on_row;
+    op.on_done = on_done;
+    op.data = &g;
+    cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+    cr_assert_eq(g.nids, 3);
+    cr_assert_eq(g.ids[0], m[7].id);
+    cr_assert_eq(g.ids[2], m[5].id);
+    got_free(&g);
+
+    /* Streamed one row a batch, keyset by id: each row of the window once. */
+    list_by_time(&c, &g, at[9], at[15], 1);
+    cr_assert_eq(g.nids, 5);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(g.ids[i], m[14 - i].id);
+    cr_assert_eq(g.max_batch, 1);
+    got_free(&g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* The bounds change no plan: every list variant walks the index it walked
+ * without them (no index has received_us), never the whole table. */
+Test(store_sqlite, list_time_bounds_keep_every_plan)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    ctx_close(&c);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(c.path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    /* sqlite.c's list_sql, by variant. */
+    static const char *const where[8] = {
+        "", "source = ?1 AND ", "event_type = ?2 AND ", "source = ?1 AND event_type = ?2 AND ",
+        "delivery_id = ?5 AND ", "source = ?1 AND delivery_id = ?5 AND ",
+        "+event_type = ?2 AND delivery_id = ?5 AND ", "source = ?1 AND +event_type = ?2 AND delivery_id = ?5 AND ",
+    };
+    static const char *const index[8] = {
+        "INTEGER PRIMARY KEY", "INDEX webhooks_source_id ", "INDEX webhooks_event_type_id ", "INDEX webhooks_",
+        "INDEX webhooks_delivery ", "INDEX webhooks_delivery ", "INDEX webhooks_delivery ",
+        "INDEX webhooks_delivery ",
+    };
+    for (int v = 0; v < 8; v++) {
+        char plan[2][512];
+        for (int t = 0; t < 2; t++) {
+            char sql[512];
+            snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN SELECT * FROM webhooks WHERE %s%s id < ?3"
+                     " ORDER BY id DESC LIMIT ?4", where[v], t ? "received_us > ?6 AND received_us < ?7 AND" : "");
+            sqlite3_stmt *st;
+            cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+            plan[t][0] = '\0';
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                size_t len = strlen(plan[t]);
+                snprintf(plan[t] + len, sizeof plan[t] - len, "%s;", (const char *)sqlite3_column_text(st, 3));
+            }
+            sqlite3_finalize(st);
+        }
+        cr_assert_str_eq(plan[1], plan[0], "variant %d: the bounds changed the plan", v);
+        cr_assert(strstr(plan[1], index[v]) != NULL, "variant %d: %s", v, plan[1]);
+        cr_assert_null(strstr(plan[1], "SCAN webhooks"), "variant %d scans the table: %s", v, plan[1]);
+    }
+    sqlite3_close(db);
+    rm_dir(&c);
+}
+
+/* What on_stats saw, in order. */
+struct stats_got {
+    struct got g;            /* first: on_done takes op->data as a got */
+    char (*source)[24];
+    int64_t *count, *last;
+    int n, cap;
+};
+
+static void on_stats(struct hk_store_op *op, const struct hk_source_stats *st)
+{
+    struct stats_got *sg = op->data;
+    cr_assert_lt(sg->n, sg->cap);
+    cr_assert_lt(st->source_len, sizeof sg->source[0]);
+    memcpy(sg->source[sg->n], st->source, st->source_len);
+    sg->source[sg->n][st->source_len] = '\0';
+    sg->count[sg->n] = st->count;
+    sg->last[sg->n] = st->last_received_us;
+    sg->n++;
+}
+
+/* SOURCE_STATS into `sg`, room for `cap` sources; a read: done inside submit. */
+static void source_stats(struct ctx *c, struct stats_got *sg, int cap)
+{
+    memset(sg, 0, sizeof *sg);
+    sg->cap = cap;
+    sg->source = calloc((size_t)cap, sizeof *sg->source);
+    sg->count = calloc((size_t)cap, sizeof *sg->count);
+    sg->last = calloc((size_t)cap, sizeof *sg->last);
+    cr_assert(sg->source && sg->count && sg->last);
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_SOURCE_STATS;
+    op.on_stats = on_stats;
+    op.on_done = on_done;
+    op.data = sg;
+    cr_assert_eq(hk_store_submit(c->sl, &op), 0);
+    cr_assert_eq(sg->g.dones, 1);
+    cr_assert_eq(sg->g.more, false);
+}
+
+static void stats_free(struct stats_got *sg)
+{
+    free(sg->source);
+    free(sg->count);
+    free(sg->last);
+}
+
+Test(store_sqlite, source_stats_counts_each_source_in_byte_order)
+{
+    struct ctx c;
+    struct stats_got sg;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    source_stats(&c, &sg, 4);
+    cr_assert_eq(sg.g.status, 0);
+    cr_assert_eq(sg.n, 0, "an empty table has no sources");
+    stats_free(&sg);
+
+    const char *const src[7] = {"zeta", "alpha", "zeta", "Beta", "alpha", "zeta", "\xc3\xa9t\xc3\xa9"};
+    int64_t id[7];
+    for (int i = 0; i < 7; i++)
+        id[i] = insert(&c, src[i], "e", "{}");
+    sql_exec(c.path, "UPDATE webhooks SET received_us = 5000000 - id");   /* the newest row is not the latest time */
+    int64_t del_id = insert(&c, "gone", "e", "{}");
+    cr_assert_eq(del(&c, del_id), 0);
+
+    source_stats(&c, &sg, 8);
+    cr_assert_eq(sg.g.status, 0);
+    cr_assert_eq(sg.n, 4, "a deleted source's last row takes it away");
+    cr_assert_str_eq(sg.source[0], "Beta", "byte order: upper case before lower");
+    cr_assert_str_eq(sg.source[1], "alpha");
+    cr_assert_str_eq(sg.source[2], "zeta");
+    cr_assert_str_eq(sg.source[3], "\xc3\xa9t\xc3\xa9", "UTF-8 after ASCII");
+    cr_assert_eq(sg.count[0], 1);
+    cr_assert_eq(sg.count[1], 2);
+    cr_assert_eq(sg.count[2], 3);
+    cr_assert_eq(sg.count[3], 1);
+    /* The receipt time of the newest row (highest id), by definition. */
+    cr_assert_eq(sg.last[0], 5000000 - id[3]);
+    cr_assert_eq(sg.last[1], 5000000 - id[4]);
+    cr_assert_eq(sg.last[2], 5000000 - id[5]);
+    cr_assert_eq(sg.last[3], 5000000 - id[6]);
+    stats_free(&sg);
+
+    /* on_stats may be NULL. */
+    struct got g = {0};
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_SOURCE_STATS;
+    op.on_done = on_done;
+    op.data = &g;
+    cr_assert_eq(hk_store_submit(c.sl, &op), 0);
+    cr_assert_eq(g.dones, 1);
+    cr_assert_eq(g.status, 0);
+    cr_assert_eq(g.rows, 0);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* At most HK_STORE_STATS_MAX sources, the first by name. */
+Test(store_sqlite, source_stats_stops_at_its_bound)
+{
+    struct ctx c;
+    struct stats_got sg;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)"
+             " INSERT INTO webhooks(source, event_type, payload, received_us)"
+             " SELECT printf('s%%06d', i), 'e', '{}', 1000 + i FROM n",
+             HK_STORE_STATS_MAX + 4);
+    sql_exec(c.path, sql);
+    source_stats(&c, &sg, HK_STORE_STATS_MAX + 5);
+    cr_assert_eq(sg.g.status, 0);
+    cr_assert_eq(sg.n, HK_STORE_STATS_MAX);
+    cr_assert_str_eq(sg.source[0], "s000000");
+    char last[24];
+    snprintf(last, sizeof last, "s%06d", HK_STORE_STATS_MAX - 1);
+    cr_assert_str_eq(sg.source[HK_STORE_STATS_MAX - 1], last);
+    cr_assert_eq(sg.count[HK_STORE_STATS_MAX - 1], 1);
+    cr_assert_eq(sg.last[HK_STORE_STATS_MAX - 1], 1000 + HK_STORE_STATS_MAX - 1);
+    stats_free(&sg);
+
+    /* Its plan: the covering (source, id) index in order, no sort, and one
+     * seek per group. */
+    ctx_close(&c);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(c.path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN SELECT source, count(*), (SELECT received_us"
+                                        " FROM webhooks AS n WHERE n.source = w.source ORDER BY n.id DESC LIMIT 1)"
+                                        " FROM webhooks AS w GROUP BY source ORDER BY source LIMIT ?1",
+                                    -1, &st, NULL), SQLITE_OK);
+    char plan[512] = "";
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        size_t len = strlen(plan);
+        snprintf(plan + len, sizeof plan - len, "%s;", (const char *)sqlite3_column_text(st, 3));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    cr_assert(strstr(plan, "SCAN w USING COVERING INDEX webhooks_source_id") != NULL, "%s", plan);
+    cr_assert(strstr(plan, "SEARCH n USING INDEX webhooks_source_id (source=?)") != NULL, "%s", plan);
+    cr_assert_null(strstr(plan, "TEMP B-TREE"), "%s", plan);
+    rm_dir(&c);
+}

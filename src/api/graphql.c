@@ -1,0 +1,681 @@
+/* SPDX-License-Identifier: MIT
+ * GraphQL over HTTP (docs/graphql.md): POST /graphql with a JSON body and
+ * GET /graphql?query=… (queries only), the response media type the client
+ * accepts, the mutation's scope, and the root fields' resolvers over the
+ * store. Parsing, validation and execution are graphql/'s; this file only
+ * moves requests and rows in and out. */
+#include <llhttp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/api_int.h"
+#include "auth/token.h"
+#include "core/ascii.h"
+#include "core/base64.h"
+#include "core/clock.h"
+#include "core/utf8.h"
+#include "core/credential.h"
+#include "graphql/graphql.h"
+#include "http/query.h"
+#include "hk_build.h"
+
+#define CT_GQL_RESPONSE "application/graphql-response+json; charset=utf-8"
+#define CT_JSON_UTF8 "application/json; charset=utf-8"
+#define ARENA_CAP (4u << 20)
+#define CURSOR_PREFIX "v1:"
+
+/* One GraphQL request: from the handler to app->end. */
+struct hk_api_gq {
+    struct hk_req *r;
+    struct gq_arena arena;
+    struct gq_exec *x;
+    json_t *body;              /* the POSTed document ({query, variables, operationName}) */
+    json_t *vars;              /* GET: parsed from the query string */
+    bool gql_media;            /* answer application/graphql-response+json */
+    /* The executor may finish inside any call into it (gq_exec_start,
+     * gq_root_done), and answering ends the request, which frees all of
+     * this: the answer waits until no executor frame is on the stack. */
+    unsigned depth;
+    bool done, sent;
+};
+
+/* One root field being resolved, with its store op (in the arena). */
+struct root {
+    struct gq_root_call *call;
+    struct hk_req *r;
+    struct hk_store_op op;
+    json_t *acc;               /* rows gathered so far */
+    uint32_t first;
+    char err[160];
+};
+
+static struct hk_api_gq *gq_of(struct hk_req *r)
+{
+    return api_req(r)->gq;
+}
+
+void hk_api_graphql_end(struct hk_req *r)
+{
+    struct hk_api_gq *g = api_req(r)->gq;
+    if (!g)
+        return;
+    api_req(r)->gq = NULL;
+    if (g->x)
+        gq_exec_free(g->x);
+    json_decref(g->body);
+    json_decref(g->vars);
+    gq_arena_free(&g->arena);
+    free(g);
+}
+
+static const char *media(const struct hk_api_gq *g)
+{
+    return g->gql_media ? CT_GQL_RESPONSE : CT_JSON_UTF8;
+}
+
+/* A request error (no execution): {"errors":[{"message":…}]}, 400 with
+ * the GraphQL media type, else 200 as GraphQL over HTTP has it for
+ * application/json (a legacy client reads the errors from the body). */
+static void request_error(struct hk_req *r, const char *msg, const struct gq_loc *loc)
+{
+    struct hk_api_gq *g = gq_of(r);
+    struct hk_buf *b = hk_resp_body(r);
+    b->len = 0;
+    hk_buf_puts(b, "{\"errors\":[{\"message\":");
+    hk_buf_put_json_str(b, msg, strlen(msg));
+    if (loc)
+        hk_buf_printf(b, ",\"locations\":[{\"line\":%u,\"column\":%u}]", loc->line, loc->column);
+    hk_buf_puts(b, "}]}");
+    hk_resp_send(r, g->gql_media ? 400 : 200, media(g));
+}
+
+static void errors_response(struct hk_req *r, const struct gq_errors *e)
+{
+    struct hk_api_gq *g = gq_of(r);
+    struct hk_buf *b = hk_resp_body(r);
+    b->len = 0;
+    hk_buf_puts(b, "{\"errors\":[");
+    for (uint32_t i = 0; i < e->n; i++) {
+        hk_buf_puts(b, i ? ",{\"message\":" : "{\"message\":");
+        hk_buf_put_json_str(b, e->v[i].message, strlen(e->v[i].message));
+        if (e->v[i].nlocs) {
+            hk_buf_puts(b, ",\"locations\":[");
+            for (uint32_t k = 0; k < e->v[i].nlocs; k++)
+                hk_buf_printf(b, "%s{\"line\":%u,\"column\":%u}", k ? "," : "", e->v[i].locs[k].line,
+                              e->v[i].locs[k].column);
+            hk_buf_putc(b, ']');
+        }
+        hk_buf_putc(b, '}');
+    }
+    hk_buf_puts(b, "]}");
+    hk_resp_send(r, g->gql_media ? 400 : 200, media(g));
+}
+
+/* ---- values the schema's types are made of ------------------------------- */
+
+static json_t *str_or_null(const char *p, size_t n)
+{
+    return p ? json_stringn(p, n) : json_null();
+}
+
+static json_t *datetime(int64_t us)
+{
+    struct hk_buf b = HK_BUF_INIT;
+    hk_buf_put_iso_us(&b, us);
+    json_t *v = json_stringn(b.p, b.len);
+    hk_buf_free(&b);
+    return v;
+}
+
+/* A Webhook as the schema has it (graphql/schema.c): keyed by field name. */
+static json_t *webhook_value(const struct hk_webhook *w)
+{
+    char id[24];
+    int n = snprintf(id, sizeof id, "%lld", (long long)w->id);
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_stringn(id, (size_t)n));
+    json_object_set_new(o, "source", json_stringn(w->source, w->source_len));
+    json_object_set_new(o, "eventType", json_stringn(w->event_type, w->event_type_len));
+    const char *p;
+    size_t pn;
+    json_object_set_new(o, "payload", hk_webhook_payload(w, &p, &pn) ? json_stringn(p, pn) : json_null());
+    json_object_set_new(o, "receivedAt", datetime(w->received_us));
+    json_object_set_new(o, "ingress", json_boolean(w->ingress));
+    if (w->ingress) {
+        json_object_set_new(o, "contentType", str_or_null(w->content_type, w->content_type_len));
+        json_object_set_new(o, "deliveryId", str_or_null(w->delivery_id, w->delivery_id_len));
+        json_object_set_new(o, "bodyBytes", json_integer((json_int_t)w->body_len));
+        json_object_set_new(o, "clientAddress", str_or_null(w->client_addr, w->client_addr_len));
+        if (w->body_sha256) {
+            char hex[65];
+            hk_hex_encode(w->body_sha256, 32, hex);
+            json_object_set_new(o, "bodySha256", json_stringn(hex, 64));
+        }
+    }
+    return o;
+}
+
+static void cursor_of(int64_t id, char *out, size_t cap)
+{
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, CURSOR_PREFIX "%lld", (long long)id);
+    if ((size_t)n < cap && HK_BASE64_LEN((size_t)n) < cap)
+        hk_base64url_encode(raw, (size_t)n, out);
+    else
+        out[0] = 0;
+}
+
+/* An opaque cursor back to its id; -1 when it is not one of ours. */
+static int cursor_id(const char *c, size_t n, int64_t *id)
+{
+    uint8_t raw[40];
+    char tmp[64];
+    if (n == 0 || n >= sizeof tmp)
+        return -1;
+    /* base64url without padding -> the standard alphabet, padded. */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = c[i];
+        if (ch == '-')
+            ch = '+';
+        else if (ch == '_')
+            ch = '/';
+        else if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')))
+            return -1;
+        tmp[k++] = ch;
+    }
+    while (k % 4) {
+        if (k + 1 >= sizeof tmp)
+            return -1;
+        tmp[k++] = '=';
+    }
+    long m = hk_base64_decode(tmp, k, raw, sizeof raw - 1);
+    if (m < 4 || memcmp(raw, CURSOR_PREFIX, 3) != 0)
+        return -1;
+    return hk_api_parse_id((const char *)raw + 3, (size_t)m - 3, id);
+}
+
+/* ---- root resolvers -------------------------------------------------------- */
+
+static const char *arg_str(json_t *args, const char *name, size_t *n)
+{
+    json_t *v = json_object_get(args, name);
+    if (!json_is_string(v))
+        return NULL;
+    *n = json_string_length(v);
+    return json_string_value(v);
+}
+
+static void maybe_send(struct hk_req *r)
+{
+    struct hk_api_gq *g = gq_of(r);
+    if (g && g->done && !g->sent && g->depth == 0) {
+        g->sent = true;
+        hk_resp_send(r, 200, media(g));   /* ends the request: g is freed */
+    }
+}
+
+/* Complete a root field. rt lives in the arena: not touched after. */
+static void root_done(struct root *rt, json_t *v, const char *err)
+{
+    struct hk_req *r = rt->r;
+    struct hk_api_gq *g = gq_of(r);
+    g->depth++;
+    gq_root_done(rt->call, v, err);
+    g->depth--;
+    maybe_send(r);
+}
+
+static void root_fail(struct root *rt, const char *msg)
+{
+    root_done(rt, NULL, msg);
+}
+
+static void submit(struct root *rt)
+{
+    struct hk_req *r = rt->r;
+    hk_api_store_begin(r);
+    int rc = hk_store_submit(api_loop(r)->sl, &rt->op);
+    if (rc < 0) {
+        hk_api_store_end(r, (int)rt->op.kind, rc);
+        root_fail(rt, rc == HK_EBUSY ? "the store is busy; retry later" : "the store is unavailable");
+    }
+}
+
+static const char *store_msg(int status)
+{
+    switch (status) {
+    case HK_EBUSY: return "the store is busy; retry later";
+    case HK_EUNAVAIL: return "the store is unavailable";
+    case HK_ETIMEDOUT: return "the store did not answer in time";
+    default: return "the store failed";
+    }
+}
+
+static void one_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    struct root *rt = op->data;
+    json_decref(rt->acc);
+    rt->acc = webhook_value(row);
+}
+
+static void one_done(struct hk_store_op *op)
+{
+    struct root *rt = op->data;
+    hk_api_store_end(rt->r, (int)op->kind, op->status);
+    json_t *v = rt->acc;
+    rt->acc = NULL;
+    if (op->status == HK_ENOTFOUND || op->status == 0) {
+        root_done(rt, v, NULL);
+        return;
+    }
+    json_decref(v);
+    root_fail(rt, store_msg(op->status));
+}
+
+static void resolve_webhook(struct root *rt, json_t *args)
+{
+    size_t n = 0;
+    const char *id = arg_str(args, "id", &n);
+    int64_t v;
+    if (!id || hk_api_parse_id(id, n, &v) < 0) {
+        root_done(rt, NULL, NULL);   /* no webhook has such an id */
+        return;
+    }
+    rt->op.kind = HK_OP_GET;
+    rt->op.id = v;
+    rt->op.on_row = one_row;
+    rt->op.on_done = one_done;
+    submit(rt);
+}
+
+static void list_row(struct hk_store_op *op, const struct hk_webhook *row)
+{
+    struct root *rt = op->data;
+    if (json_array_size(rt->acc) < rt->first + 1u)
+        json_array_append_new(rt->acc, webhook_value(row));
+}
+
+static void list_done(struct hk_store_op *op)
+{
+    struct root *rt = op->data;
+    hk_api_store_end(rt->r, HK_OP_LIST, op->status);
+    if (op->status < 0) {
+        json_decref(rt->acc);
+        rt->acc = NULL;
+        root_fail(rt, store_msg(op->status));
+        return;
+    }
+    size_t got = json_array_size(rt->acc);
+    bool more = got > rt->first;
+    json_t *edges = json_array();
+    const char *last = NULL;
+    char cur[64];
+    for (size_t i = 0; i < got && i < rt->first; i++) {
+        json_t *node = json_array_get(rt->acc, i);
+        const char *id = json_string_value(json_object_get(node, "id"));
+        int64_t v = 0;
+        hk_api_parse_id(id, strlen(id), &v);
+        cursor_of(v, cur, sizeof cur);
+        json_t *e = json_object();
+        json_object_set_new(e, "cursor", json_string(cur));
+        json_object_set(e, "node", node);
+        json_array_append_new(edges, e);
+        last = json_string_value(json_object_get(e, "cursor"));
+    }
+    json_t *page = json_object();
+    json_object_set_new(page, "hasNextPage", json_boolean(more));
+    json_object_set_new(page, "endCursor", last ? json_string(last) : json_null());
+    json_t *conn = json_object();
+    json_object_set_new(conn, "edges", edges);
+    json_object_set_new(conn, "pageInfo", page);
+    json_decref(rt->acc);
+    rt->acc = NULL;
+    root_done(rt, conn, NULL);
+}
+
+static int time_arg(json_t *args, const char *name, int64_t *us, struct root *rt)
+{
+    size_t n;
+    const char *s = arg_str(args, name, &n);
+    *us = 0;
+    if (!s)
+        return 0;
+    if (hk_rfc3339_parse(s, n, us) < 0) {
+        snprintf(rt->err, sizeof rt->err, "%s must be an RFC 3339 date-time such as 2026-12-01T10:00:00Z", name);
+        return -1;
+    }
+    return 0;
+}
+
+static bool text_ok(const char *p, size_t n)
+{
+    return !p || hk_utf8_valid(p, n, false);
+}
+
+static void resolve_webhooks(struct root *rt, json_t *args, const struct gq_limits *lim)
+{
+    json_t *f = json_object_get(args, "first");
+    json_int_t first = json_is_integer(f) ? json_integer_value(f) : 20;
+    if (first < 0 || first > (json_int_t)lim->max_first) {
+        snprintf(rt->err, sizeof rt->err, "first must be between 0 and %u", lim->max_first);
+        root_fail(rt, rt->err);
+        return;
+    }
+    struct hk_list_query *q = &rt->op.list;
+    size_t n;
+    const char *after = arg_str(args, "after", &n);
+    if (after && cursor_id(after, n, &q->before) < 0) {
+        root_fail(rt, "after is not a cursor this API gave");
+        return;
+    }
+    q->source = arg_str(args, "source", &q->source_len);
+    q->event_type = arg_str(args, "eventType", &q->event_type_len);
+    q->delivery_id = arg_str(args, "deliveryId", &q->delivery_id_len);
+    if (time_arg(args, "receivedAfter", &q->received_after_us, rt) < 0 ||
+        time_arg(args, "receivedBefore", &q->received_before_us, rt) < 0) {
+        root_fail(rt, rt->err);
+        return;
+    }
+    rt->first = (uint32_t)first;
+    rt->acc = json_array();
+    /* Stored text is UTF-8 without NUL on every store: such a filter
+     * matches nothing (and PostgreSQL would refuse the statement). */
+    if (!text_ok(q->source, q->source_len) || !text_ok(q->event_type, q->event_type_len) ||
+        !text_ok(q->delivery_id, q->delivery_id_len)) {
+        rt->first = 0;
+        rt->op.status = 0;
+        hk_api_store_begin(rt->r);
+        list_done(&rt->op);
+        return;
+    }
+    q->limit = rt->first + 1;
+    rt->op.kind = HK_OP_LIST;
+    rt->op.on_row = list_row;
+    rt->op.on_done = list_done;
+    submit(rt);
+}
+
+static void stats_one(struct hk_store_op *op, const struct hk_source_stats *s)
+{
+    struct root *rt = op->data;
+    json_t *o = json_object();
+    json_object_set_new(o, "source", json_stringn(s->source, s->source_len));
+    json_object_set_new(o, "count", json_integer(s->count));
+    json_object_set_new(o, "lastReceivedAt", s->last_received_us ? datetime(s->last_received_us) : json_null());
+    json_array_append_new(rt->acc, o);
+}
+
+static void stats_done(struct hk_store_op *op)
+{
+    struct root *rt = op->data;
+    hk_api_store_end(rt->r, (int)op->kind, op->status);
+    json_t *v = rt->acc;
+    rt->acc = NULL;
+    if (op->status < 0) {
+        json_decref(v);
+        root_fail(rt, store_msg(op->status));
+        return;
+    }
+    root_done(rt, v, NULL);
+}
+
+static void resolve_sources(struct root *rt)
+{
+    rt->acc = json_array();
+    rt->op.kind = HK_OP_SOURCE_STATS;
+    rt->op.on_stats = stats_one;
+    rt->op.on_done = stats_done;
+    submit(rt);
+}
+
+static void resolve_system(struct root *rt)
+{
+    struct hk_api *a = api_loop(rt->r)->api;
+    json_t *o = json_object();
+    json_object_set_new(o, "version", json_string(HK_VERSION));
+    json_object_set_new(o, "store", json_string(a->store->vt->name));
+    json_object_set_new(o, "uptimeMs", json_real((double)(hk_mono_ns() - a->start_ns) / 1e6));
+    json_object_set_new(o, "eventLoops", json_integer(a->cfg->threads));
+    root_done(rt, o, NULL);
+}
+
+static void delete_done(struct hk_store_op *op)
+{
+    struct root *rt = op->data;
+    hk_api_store_end(rt->r, HK_OP_DELETE, op->status);
+    if (op->status == 0 || op->status == HK_ENOTFOUND)
+        root_done(rt, json_boolean(op->status == 0), NULL);
+    else
+        root_fail(rt, store_msg(op->status));
+}
+
+static void resolve_delete(struct root *rt, json_t *args)
+{
+    size_t n = 0;
+    const char *id = arg_str(args, "id", &n);
+    int64_t v;
+    if (!id || hk_api_parse_id(id, n, &v) < 0) {
+        root_done(rt, json_false(), NULL);
+        return;
+    }
+    rt->op.kind = HK_OP_DELETE;
+    rt->op.id = v;
+    rt->op.on_done = delete_done;
+    submit(rt);
+}
+
+static void resolve(void *ctx, struct gq_root_call *call)
+{
+    struct hk_req *r = ctx;
+    struct hk_api_gq *g = gq_of(r);
+    struct root *rt = gq_alloc(&g->arena, sizeof *rt);
+    if (!rt) {
+        gq_root_done(call, NULL, "the request needs more memory than it may use");
+        return;
+    }
+    rt->call = call;
+    rt->r = r;
+    rt->op.data = rt;
+    call->data = rt;
+    const char *f = call->field->name;
+    static const struct gq_limits lim = GQ_LIMITS_DEFAULT;
+    if (strcmp(f, "webhook") == 0)
+        resolve_webhook(rt, call->args);
+    else if (strcmp(f, "webhooks") == 0)
+        resolve_webhooks(rt, call->args, &lim);
+    else if (strcmp(f, "sources") == 0)
+        resolve_sources(rt);
+    else if (strcmp(f, "system") == 0)
+        resolve_system(rt);
+    else if (strcmp(f, "deleteWebhook") == 0)
+        resolve_delete(rt, call->args);
+    else
+        root_fail(rt, "this field has no resolver");
+}
+
+static void exec_done(void *ud, struct gq_exec *x)
+{
+    (void)x;
+    struct hk_req *r = ud;
+    gq_of(r)->done = true;   /* answered by maybe_send once the executor has returned */
+}
+
+/* ---- the endpoint ----------------------------------------------------------- */
+
+/* GET's query string values, decoded into the arena. */
+static const char *qparam(struct hk_req *r, const char *name, size_t *n, int *bad)
+{
+    size_t vlen;
+    const char *v = hk_query_raw(r->query, r->query_len, name, &vlen);
+    if (!v)
+        return NULL;
+    char *dst = gq_alloc(&gq_of(r)->arena, vlen + 1);
+    long k = dst ? hk_url_decode(v, vlen, dst, vlen + 1) : -1;
+    if (k < 0) {
+        *bad = 1;
+        return NULL;
+    }
+    dst[k] = 0;
+    *n = (size_t)k;
+    return dst;
+}
+
+void hk_api_graphql(struct hk_req *r)
+{
+    struct hk_api_req *q = api_req(r);
+    const struct hk_config *cfg = api_cfg(r);
+    struct hk_api_gq *g = calloc(1, sizeof *g);
+    if (!g)
+        abort();
+    g->r = r;
+    gq_arena_init_cached(&g->arena, ARENA_CAP, &api_loop(r)->gq_cache);
+    q->gq = g;
+    g->gql_media = r->accept && hk_api_accepts(r->accept, r->accept_len, "application/graphql-response+json");
+    static const struct gq_limits lim = GQ_LIMITS_DEFAULT;
+
+    const char *query = NULL, *opname = NULL;
+    size_t qlen = 0, olen = 0;
+    json_t *vars = NULL;
+    bool get = r->method == HTTP_GET || r->method == HTTP_HEAD;
+    if (get) {
+        int bad = 0;
+        size_t vlen = 0;
+        query = qparam(r, "query", &qlen, &bad);
+        opname = qparam(r, "operationName", &olen, &bad);
+        const char *vs = qparam(r, "variables", &vlen, &bad);
+        if (bad) {
+            request_error(r, "the query string is not valid percent-encoding", NULL);
+            return;
+        }
+        if (vs && vlen) {
+            json_error_t e;
+            g->vars = json_loadb(vs, vlen, JSON_ALLOW_NUL, &e);
+            if (!json_is_object(g->vars) && !json_is_null(g->vars)) {
+                request_error(r, "variables must be a JSON object", NULL);
+                return;
+            }
+            vars = json_is_object(g->vars) ? g->vars : NULL;
+        }
+    } else {
+        const char *ct = r->content_type;
+        size_t ctn = r->content_type_len;
+        const char *semi = ct ? memchr(ct, ';', ctn) : NULL;
+        size_t base = semi ? (size_t)(semi - ct) : ctn;
+        while (base && (ct[base - 1] == ' ' || ct[base - 1] == '\t'))
+            base--;
+        if (!ct || base != 16 || strncasecmp(ct, "application/json", 16) != 0) {
+            hk_resp_problem(r, 415, NULL, "POST /graphql takes Content-Type: application/json");
+            return;
+        }
+        json_error_t e;
+        /* JSON_ALLOW_NUL: a NUL in the query is the parser's to refuse
+         * (with graphql-js's message), and one in a variable a filter's
+         * that matches nothing. */
+        g->body = json_loadb(r->body->p ? r->body->p : "", r->body->len, JSON_ALLOW_NUL, &e);
+        if (!json_is_object(g->body)) {
+            request_error(r, "the body must be a JSON object {\"query\": …, \"variables\": …, \"operationName\": …}",
+                          NULL);
+            return;
+        }
+        json_t *qv = json_object_get(g->body, "query");
+        json_t *vv = json_object_get(g->body, "variables");
+        json_t *ov = json_object_get(g->body, "operationName");
+        if (json_is_string(qv)) {
+            query = json_string_value(qv);
+            qlen = json_string_length(qv);
+        } else if (qv && !json_is_null(qv)) {
+            request_error(r, "query must be a string", NULL);
+            return;
+        }
+        if (vv && !json_is_null(vv) && !json_is_object(vv)) {
+            request_error(r, "variables must be an object", NULL);
+            return;
+        }
+        vars = json_is_object(vv) ? vv : NULL;
+        if (json_is_string(ov)) {
+            opname = json_string_value(ov);
+            olen = json_string_length(ov);
+        } else if (ov && !json_is_null(ov)) {
+            request_error(r, "operationName must be a string", NULL);
+            return;
+        }
+    }
+    if (!query) {
+        request_error(r, "a query is required (the \"query\" member, or ?query= on GET)", NULL);
+        return;
+    }
+    if (opname && (olen != strlen(opname) || olen == 0)) {
+        request_error(r, "operationName must be a name", NULL);
+        return;
+    }
+    if (qlen > lim.max_bytes) {
+        char m[96];
+        snprintf(m, sizeof m, "the document is larger than %u bytes", lim.max_bytes);
+        request_error(r, m, NULL);
+        return;
+    }
+
+    struct gq_document *doc;
+    struct gq_error perr;
+    if (gq_parse(&g->arena, query, qlen, &lim, &doc, &perr) < 0) {
+        request_error(r, perr.message, perr.nlocs ? &perr.locs[0] : NULL);
+        return;
+    }
+    const struct gq_schema *schema = hk_gq_schema();
+    struct gq_errors *errs = gq_alloc(&g->arena, sizeof *errs);
+    if (!errs) {
+        request_error(r, "the request needs more memory than it may use", NULL);
+        return;
+    }
+    if (gq_validate(&g->arena, schema, doc, &lim, cfg->graphql_introspection, errs) > 0) {
+        errors_response(r, errs);
+        return;
+    }
+    const struct gq_definition *op = gq_select_operation(doc, opname);
+    if (op && op->op == GQ_OP_MUTATION) {
+        if (get) {
+            hk_resp_header(r, "Allow", "POST", 4);
+            hk_resp_problem(r, 405, NULL, "mutations are POSTed; GET runs queries only");
+            return;
+        }
+        if (cfg->auth_on && !hk_scopes_allow(q->auth.scopes, HK_SCOPE_DELETE)) {
+            hk_resp_problem_reason(r, 403, "insufficient_scope", "deleteWebhook needs the delete scope");
+            return;
+        }
+    }
+    struct gq_exec_params p = {
+        .schema = schema,
+        .doc = doc,
+        .operation_name = opname,
+        .variables = vars,
+        .introspection = cfg->graphql_introspection,
+        .allow_mutation = !get,
+        .resolve = resolve,
+        .resolve_ctx = r,
+        .done = exec_done,
+        .done_ud = r,
+        .out = hk_resp_body(r),
+    };
+    hk_resp_body(r)->len = 0;
+    g->depth++;
+    g->x = gq_exec_start(&g->arena, &p);
+    g->depth--;
+    if (!g->x) {
+        hk_resp_send(r, g->gql_media ? 400 : 200, media(g));
+        return;
+    }
+    maybe_send(r);
+}
+
+void hk_api_graphql_init(void)
+{
+    (void)hk_gq_schema();
+}
+
+void hk_api_graphql_schema(struct hk_req *r)
+{
+    gq_schema_print(hk_gq_schema(), hk_resp_body(r));
+    hk_resp_send(r, 200, "text/plain; charset=utf-8");
+}

@@ -210,8 +210,22 @@ static void deliver_write(struct pg_loop *pl, struct hk_store_op *op, PGresult *
         op->on_done(op);
         return;
     }
-    /* An idempotency key or a delivery id: the row it stored, or the one
-     * stored before (ON CONFLICT ... RETURNING, column PG_NCOLS says which). */
+    /* A delivery: its id and time, or the earlier one's; on_row gets the
+     * submitted row with those (store.h). */
+    if (op->row.ingress) {
+        bool inserted;
+        if (!hk__pg_hook_of(res, &op->row.id, &op->row.received_us, &inserted)) {
+            op->status = HK_ESTORE;
+        } else {
+            op->replayed = !inserted;
+            if (op->on_row)
+                op->on_row(op, &op->row);
+        }
+        op->on_done(op);
+        return;
+    }
+    /* An idempotency key: the row it stored, or the one stored before
+     * (ON CONFLICT ... RETURNING, column PG_NCOLS says which). */
     struct hk_webhook row;
     bool inserted;
     if (hk_pq.PQntuples(res) != 1 || !hk__pg_row_of(res, 0, &row) || !hk__pg_inserted_of(res, &inserted)) {

@@ -174,6 +174,9 @@ bool hk__pg_insert_returns_row(const struct hk_store_op *op);
  * borrowed from `res`. False when it does not read as one (the caller
  * answers HK_ESTORE). */
 bool hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row);
+/* ins_hook's answer: the stored row's id and time, and whether this
+ * statement inserted it (false: the delivery was stored before). */
+bool hk__pg_hook_of(const PGresult *res, int64_t *id, int64_t *received_us, bool *inserted);
 /* Row i of the stats statement's (binary) result; the name borrowed from
  * `res`. False when it does not read as one (the caller answers HK_ESTORE). */
 bool hk__pg_stats_of(const PGresult *res, int i, struct hk_source_stats *out);

@@ -100,8 +100,9 @@ typedef void (*hk_store_stats_cb)(struct hk_store_op *op, const struct hk_source
  *         in `row` at submit (and a NULL empty body given a pointer), so
  *         on_row reads the new row as GET will. With a delivery_id already
  *         stored for the
- *         same source, whatever the body, on_row gets the original row,
- *         `replayed` is set and nothing is stored (no time window); two
+ *         same source, whatever the body, on_row gets the original row's
+ *         id and received_us (the other fields: the submitted ones on
+ *         PostgreSQL, the original's on SQLite), `replayed` is set and nothing is stored (no time window); two
  *         identical deliveries at once, from any loop or any process on the
  *         same database, store one row. A NULL delivery_id never matches.
  *         An ingress row breaking these completes with HK_EINVAL before

@@ -360,15 +360,17 @@ static struct fres *answer_hook(struct fconn *c, const struct fpq_stmt *s)
     if (s->param[6] != NULL && s->len[6] != 32)
         return res_error("23514", "ERROR:  new row for relation \"webhooks\" violates check constraint"
                                   " \"webhooks_body_sha256_len\"\nDETAIL:  Failing row contains (...).");
-    struct fres *res = res_new(PGRES_TUPLES_OK, 1, ROW_COLS + 1);
+    /* RETURNING id, received_us, xmax = 0. */
+    struct fres *res = res_new(PGRES_TUPLES_OK, 1, 3);
     res->binary = s->result_format == 1;
     if (s->param[5] != NULL) {
         for (size_t i = 0; i < F.nrows; i++) {
             struct frow *r = &F.rows[i];
             if (r->live && r->delivery != NULL && strcmp(r->source, s->param[0]) == 0 &&
                 strcmp(r->delivery, s->param[5]) == 0) {
-                put_row(res, 0, r);
-                res_set_bool(res, 0, ROW_COLS, false);
+                res_set_i64(res, 0, 0, r->id);
+                res_set_i64(res, 0, 1, r->received_us);
+                res_set_bool(res, 0, 2, false);
                 return res;
             }
         }
@@ -386,8 +388,9 @@ static struct fres *answer_hook(struct fconn *c, const struct fpq_stmt *s)
     r->headers = param_dup(s, 7);
     r->verified = param_dup(s, 8);
     r->client_addr = param_dup(s, 9);
-    put_row(res, 0, r);
-    res_set_bool(res, 0, ROW_COLS, true);
+    res_set_i64(res, 0, 0, r->id);
+    res_set_i64(res, 0, 1, r->received_us);
+    res_set_bool(res, 0, 2, true);
     return res;
 }
 

@@ -408,7 +408,8 @@ Test(pg_server, ingress_rows_round_trip_and_dedup)
     cr_assert(g.replayed);
     cr_assert_eq(g.id, a.id);
     cr_assert_eq(g.received_us, a.received_us);
-    assert_hook(&g, body, sizeof body - 1, "d-1");
+    /* (Only the id and time come back for a duplicate; a GET shows the
+     * original body, below.) */
 
     /* Per source; an empty body is an empty bytea; no id never dedups. */
     struct seen d, e, f;
@@ -438,7 +439,6 @@ Test(pg_server, ingress_rows_round_trip_and_dedup)
     cr_assert_not(t0.replayed);
     cr_assert(t1.replayed);
     cr_assert_eq(t1.id, t0.id);
-    assert_hook(&t1, "one", 3, "d-2");
 
     /* GET and LIST read every field back. */
     memset(&op, 0, sizeof op);

@@ -1311,7 +1311,7 @@ Test(pg_pipeline, ingress_insert_is_byte_exact_and_dedups_on_the_delivery_id)
     cr_assert(b.replayed);
     cr_assert_eq(b.row_id, a.row_id);
     cr_assert_eq(b.row_received_us, a.row_received_us);
-    assert_hook_fields(&b, body, sizeof body - 1, "d-1");
+    /* Only the id and time come back (the body is not sent back). */
     cr_assert_eq(fpq_rows("gh"), 1);
 
     /* The id is per source; no id never deduplicates; an empty body is

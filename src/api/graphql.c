@@ -14,6 +14,7 @@
 #include "core/ascii.h"
 #include "core/base64.h"
 #include "core/clock.h"
+#include "core/mediatype.h"
 #include "core/utf8.h"
 #include "core/credential.h"
 #include "graphql/graphql.h"
@@ -170,27 +171,7 @@ static void cursor_of(int64_t id, char *out, size_t cap)
 static int cursor_id(const char *c, size_t n, int64_t *id)
 {
     uint8_t raw[40];
-    char tmp[64];
-    if (n == 0 || n >= sizeof tmp)
-        return -1;
-    /* base64url without padding -> the standard alphabet, padded. */
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = c[i];
-        if (ch == '-')
-            ch = '+';
-        else if (ch == '_')
-            ch = '/';
-        else if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')))
-            return -1;
-        tmp[k++] = ch;
-    }
-    while (k % 4) {
-        if (k + 1 >= sizeof tmp)
-            return -1;
-        tmp[k++] = '=';
-    }
-    long m = hk_base64_decode(tmp, k, raw, sizeof raw - 1);
+    long m = hk_base64url_decode(c, n, raw, sizeof raw);
     if (m < 4 || memcmp(raw, CURSOR_PREFIX, 3) != 0)
         return -1;
     return hk_api_parse_id((const char *)raw + 3, (size_t)m - 3, id);
@@ -559,13 +540,7 @@ void hk_api_graphql(struct hk_req *r)
             vars = json_is_object(g->vars) ? g->vars : NULL;
         }
     } else {
-        const char *ct = r->content_type;
-        size_t ctn = r->content_type_len;
-        const char *semi = ct ? memchr(ct, ';', ctn) : NULL;
-        size_t base = semi ? (size_t)(semi - ct) : ctn;
-        while (base && (ct[base - 1] == ' ' || ct[base - 1] == '\t'))
-            base--;
-        if (!ct || base != 16 || strncasecmp(ct, "application/json", 16) != 0) {
+        if (!hk_media_is(r->content_type, r->content_type_len, "application/json")) {
             hk_resp_problem(r, 415, NULL, "POST /graphql takes Content-Type: application/json");
             return;
         }

@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/crypto.h"
 #include "core/log.h"
+#include "core/mediatype.h"
 #include "core/utf8.h"
 #include "ingress/provider.h"
 #include "ingress/sources.h"
@@ -446,14 +447,12 @@ static bool type_allowed(const struct hk_source *src, const char *ct, size_t n)
 {
     if (src->ncontent_types == 0)
         return true;
-    if (!ct)
+    const char *b;
+    size_t len = hk_media_base(ct, n, &b);
+    if (!len)
         return false;
-    const char *semi = memchr(ct, ';', n);
-    size_t len = semi ? (size_t)(semi - ct) : n;
-    while (len && (ct[len - 1] == ' ' || ct[len - 1] == '\t'))
-        len--;
     for (size_t i = 0; i < src->ncontent_types; i++)
-        if (strlen(src->content_types[i]) == len && strncasecmp(src->content_types[i], ct, len) == 0)
+        if (strlen(src->content_types[i]) == len && strncasecmp(src->content_types[i], b, len) == 0)
             return true;
     return false;
 }

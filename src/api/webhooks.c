@@ -9,6 +9,7 @@
 #include "core/ascii.h"
 #include "core/hmac.h"
 #include "core/log.h"
+#include "core/mediatype.h"
 #include "core/utf8.h"
 #include "http/query.h"
 #include "ingress/provider.h"
@@ -40,20 +41,6 @@ static void submit(struct hk_req *r)
 }
 
 /* --- create --- */
-
-static int json_content_type(const char *ct, size_t n)
-{
-    if (!ct)
-        return 0;
-    const char *semi = memchr(ct, ';', n);
-    size_t len = semi ? (size_t)(semi - ct) : n;
-    while (len && (ct[len - 1] == ' ' || ct[len - 1] == '\t'))
-        len--;
-    if (len == 16 && strncasecmp(ct, "application/json", 16) == 0)
-        return 1;
-    /* application/<anything>+json, e.g. application/cloudevents+json */
-    return len > 17 && strncasecmp(ct, "application/", 12) == 0 && strncasecmp(ct + len - 5, "+json", 5) == 0;
-}
 
 /* GitHub's scheme: X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>. */
 static int signature_ok(struct hk_req *r)
@@ -127,7 +114,7 @@ void hk_api_webhook_create(struct hk_req *r)
 {
     const struct hk_config *cfg = api_cfg(r);
     struct hk_api_req *q = api_req(r);
-    if (!json_content_type(r->content_type, r->content_type_len)) {
+    if (!hk_media_is_json(r->content_type, r->content_type_len)) {
         hk_api_refuse(r, HK_REJ_UNSUPPORTED_MEDIA_TYPE, 415, "Content-Type must be application/json");
         return;
     }

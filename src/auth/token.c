@@ -8,47 +8,15 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "core/base64.h"
 #include "core/sha256.h"
 
-static const char B64URL[64] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 static const char *const PREFIX[] = {
     [HK_TOKEN_API] = "hkd_",
     [HK_TOKEN_SESSION] = "hks_",
     [HK_TOKEN_CSRF] = "hkc_",
 };
-
-static int b64url_val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return -1;
-}
-
-/* 32 bytes to 43 characters: ten 3-byte groups, then 2 bytes in 3. */
-static void b64url_32(const uint8_t in[32], char out[HK_TOKEN_B64_LEN])
-{
-    size_t o = 0;
-    for (size_t i = 0; i < 30; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = B64URL[v >> 18 & 63];
-        out[o++] = B64URL[v >> 12 & 63];
-        out[o++] = B64URL[v >> 6 & 63];
-        out[o++] = B64URL[v & 63];
-    }
-    uint32_t v = (uint32_t)in[30] << 16 | (uint32_t)in[31] << 8;
-    out[o++] = B64URL[v >> 18 & 63];
-    out[o++] = B64URL[v >> 12 & 63];
-    out[o++] = B64URL[v >> 6 & 63];
-}
 
 static int fill_random(uint8_t *p, size_t n)
 {
@@ -90,8 +58,7 @@ int hk_token_new(enum hk_token_kind k, char out[HK_TOKEN_LEN + 1])
         return -1;
     }
     memcpy(out, PREFIX[k], HK_TOKEN_PREFIX_LEN);
-    b64url_32(rnd, out + HK_TOKEN_PREFIX_LEN);
-    out[HK_TOKEN_LEN] = '\0';
+    hk_base64url_encode(rnd, sizeof rnd, out + HK_TOKEN_PREFIX_LEN);   /* 43 characters and a NUL */
     explicit_bzero(rnd, sizeof rnd);
     return 0;
 }
@@ -106,13 +73,12 @@ int hk_token_kind_of(const char *tok, size_t n, enum hk_token_kind *kind)
             k = i;
     if (k < 0)
         return -1;
-    int v = 0;
-    for (size_t i = HK_TOKEN_PREFIX_LEN; i < HK_TOKEN_LEN; i++)
-        if ((v = b64url_val((unsigned char)tok[i])) < 0)
-            return -1;
-    /* 43 characters carry 258 bits; the last two must be zero, so that each
-     * 32-byte value has exactly one spelling. */
-    if (v & 3)
+    /* 43 characters carry 258 bits; strict decoding wants the last two
+     * zero, so that each 32-byte value has exactly one spelling. */
+    uint8_t raw[32];
+    long m = hk_base64url_decode(tok + HK_TOKEN_PREFIX_LEN, HK_TOKEN_B64_LEN, raw, sizeof raw);
+    explicit_bzero(raw, sizeof raw);
+    if (m != 32)
         return -1;
     if (kind)
         *kind = (enum hk_token_kind)k;

@@ -104,3 +104,48 @@ long hk_base64_decode(const char *s, size_t n, uint8_t *out, size_t cap)
     }
     return (long)o;
 }
+
+/* The value of a base64url character, or -1. */
+static int val_url(char ch)
+{
+    if (ch == '-')
+        return 62;
+    if (ch == '_')
+        return 63;
+    return ch == '+' || ch == '/' ? -1 : val(ch);
+}
+
+long hk_base64url_decode(const char *s, size_t n, uint8_t *out, size_t cap)
+{
+    size_t tail = n % 4;
+    if (tail == 1)
+        return -1;
+    size_t len = n / 4 * 3 + (tail ? tail - 1 : 0);
+    if (len > cap)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        size_t k = n - i < 4 ? n - i : 4;
+        uint32_t v = 0;
+        for (size_t j = 0; j < 4; j++) {
+            int x = j < k ? val_url(s[i + j]) : 0;
+            if (x < 0)
+                return -1;
+            v = v << 6 | (uint32_t)x;
+        }
+        out[o++] = (uint8_t)(v >> 16);
+        if (k == 2) {
+            if (v & 0xffff)       /* the second character's low 4 bits are not data */
+                return -1;
+            break;
+        }
+        out[o++] = (uint8_t)(v >> 8);
+        if (k == 3) {
+            if (v & 0xff)         /* the third character's low 2 bits are not data */
+                return -1;
+            break;
+        }
+        out[o++] = (uint8_t)v;
+    }
+    return (long)o;
+}

@@ -21,4 +21,9 @@ size_t hk_base64url_encode(const void *p, size_t n, char *out);
  * the text is not base64 or needs more than `cap` bytes. */
 long hk_base64_decode(const char *s, size_t n, uint8_t *out, size_t cap);
 
+/* Strict base64url without padding (RFC 4648 section 5): the unused bits
+ * of the last character zero, so each value has one spelling. Returns the
+ * decoded length, or -1 (not base64url, or more than `cap` bytes). */
+long hk_base64url_decode(const char *s, size_t n, uint8_t *out, size_t cap);
+
 #endif

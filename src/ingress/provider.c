@@ -17,6 +17,7 @@
 
 #include "core/ascii.h"
 #include "core/crypto.h"
+#include "core/mediatype.h"
 #include "core/utf8.h"
 #include "ingress/jscan.h"
 
@@ -83,28 +84,6 @@ static bool hdr_value(const struct hk_hdrs *h, const char *name, size_t max, con
     *out = p;
     *out_len = n;
     return true;
-}
-
-/* Is it JSON? application/json or any structured-syntax +json type
- * (RFC 6839), case-insensitive, parameters ignored. */
-static bool ctype_is_json(const char *ct, size_t n)
-{
-    if (!ct)
-        return false;
-    const char *semi = memchr(ct, ';', n);
-    if (semi)
-        n = (size_t)(semi - ct);
-    while (n > 0 && (*ct == ' ' || *ct == '\t'))
-        ct++, n--;
-    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
-        n--;
-    static const char aj[] = "application/json", pj[] = "+json";
-    if (n == sizeof aj - 1 && strncasecmp(ct, aj, n) == 0)
-        return true;
-    const char *slash = memchr(ct, '/', n);
-    /* type "/" subtype "+json", with a non-empty type and subtype name. */
-    return slash && slash > ct && n >= sizeof pj - 1 && (size_t)(ct + n - slash - 1) > sizeof pj - 1 &&
-           strncasecmp(ct + n - (sizeof pj - 1), pj, sizeof pj - 1) == 0;
 }
 
 /* A body parsed at most once, and only when something asks for it. */
@@ -382,7 +361,7 @@ void hk_meta_extract(const struct hk_source *src, const struct hk_hdrs *h, const
     out->buf[0] = out->buf[HK_META_MAX + 1] = '\0';
     if (!src)
         return;
-    struct body b = {.p = body, .n = n, .json = ctype_is_json(content_type, content_type_len)};
+    struct body b = {.p = body, .n = n, .json = hk_media_is_json(content_type, content_type_len)};
     struct slot type = {&out->event_type, &out->event_type_len, out->buf};
     struct slot id = {&out->delivery_id, &out->delivery_id_len, out->buf + HK_META_MAX + 1};
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/ascii.h"
+#include "core/mediatype.h"
 #include "core/utf8.h"
 
 #define STR_(x) #x
@@ -164,17 +165,10 @@ static bool iends(const char *p, size_t n, const char *suffix)
 /* Is `ct` (a Content-Type as sent) a type whose body reads as text: text/any,
  * JSON, XML and form bodies, with any parameters (`; charset=...`) and the
  * whitespace around the type ignored, in any case? */
-static bool textual(const char *ct, size_t n)
+static bool textual(const char *ct0, size_t n0)
 {
-    const char *end = memchr(ct, ';', n);
-    if (end)
-        n = (size_t)(end - ct);
-    while (n > 0 && (*ct == ' ' || *ct == '\t')) {
-        ct++;
-        n--;
-    }
-    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
-        n--;
+    const char *ct;
+    size_t n = hk_media_base(ct0, n0, &ct);
     const char *slash = memchr(ct, '/', n);
     if (!slash || slash == ct || slash == ct + n - 1)
         return false;

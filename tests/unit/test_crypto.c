@@ -12,6 +12,7 @@
 
 #include "core/base64.h"
 #include "core/crypto.h"
+#include "core/mediatype.h"
 
 static void setup(void)
 {
@@ -430,4 +431,51 @@ Test(base64, random_round_trips)
             cr_assert_eq(hk_base64_decode(enc, el, dec, n - 1), -1);
         }
     }
+}
+
+Test(base64, url_decoding_is_strict_and_round_trips)
+{
+    uint8_t out[64];
+    char enc[128];
+    for (size_t n = 0; n <= 40; n++) {
+        uint8_t in[40];
+        for (size_t i = 0; i < n; i++)
+            in[i] = (uint8_t)(i * 37 + n);
+        size_t k = hk_base64url_encode(in, n, enc);
+        cr_assert_eq(hk_base64url_decode(enc, k, out, sizeof out), (long)n, "n=%zu", n);
+        cr_assert(n == 0 || memcmp(in, out, n) == 0);
+        if (n)
+            cr_assert_eq(hk_base64url_decode(enc, k, out, n - 1), -1, "one byte short never fits");
+    }
+    /* RFC 4648 section 10, unpadded, and the URL alphabet only. */
+    cr_assert_eq(hk_base64url_decode("Zm9vYg", 6, out, sizeof out), 4);
+    cr_assert_arr_eq(out, "foob", 4);
+    cr_assert_eq(hk_base64url_decode("-_8", 3, out, sizeof out), 2);
+    cr_assert_eq(out[0], 0xfb);
+    cr_assert_eq(out[1], 0xff);
+    cr_assert_eq(hk_base64url_decode("+/8", 3, out, sizeof out), -1, "standard alphabet");
+    cr_assert_eq(hk_base64url_decode("Zm9vYg==", 8, out, sizeof out), -1, "padding");
+    cr_assert_eq(hk_base64url_decode("Zm9vY", 5, out, sizeof out), -1, "a lone character");
+    cr_assert_eq(hk_base64url_decode("Zh", 2, out, sizeof out), -1, "non-zero unused bits");
+    cr_assert_eq(hk_base64url_decode("Zm8", 3, out, sizeof out), 2);
+    cr_assert_arr_eq(out, "fo", 2);
+    cr_assert_eq(hk_base64url_decode("Zm9", 3, out, sizeof out), -1, "non-zero unused bits");
+}
+
+Test(mediatype, base_and_json)
+{
+    const char *b;
+    size_t n = hk_media_base(" Application/JSON ; charset=utf-8", 33, &b);
+    cr_assert_eq(n, 16);
+    cr_assert(strncmp(b, "Application/JSON", 16) == 0);
+    cr_assert(hk_media_is("application/json;x=1", 20, "application/json"));
+    cr_assert_not(hk_media_is("application/jsonx", 17, "application/json"));
+    cr_assert_not(hk_media_is(NULL, 0, "application/json"));
+    cr_assert(hk_media_is_json("application/cloudevents+json; charset=utf-8", 43));
+    cr_assert(hk_media_is_json("APPLICATION/JSON", 16));
+    cr_assert_not(hk_media_is_json("application/+json", 17));
+    cr_assert_not(hk_media_is_json("/x+json", 7));
+    cr_assert_not(hk_media_is_json("text/plain", 10));
+    cr_assert_not(hk_media_is_json(NULL, 0));
+    cr_assert_not(hk_media_is_json("", 0));
 }

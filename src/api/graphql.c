@@ -23,7 +23,7 @@
 
 #define CT_GQL_RESPONSE "application/graphql-response+json; charset=utf-8"
 #define CT_JSON_UTF8 "application/json; charset=utf-8"
-#define ARENA_CAP (4u << 20)
+#define ARENA_CAP (16u << 20)   /* a page's rows live here: 1000 rows of 16 KB */
 #define CURSOR_PREFIX "v1:"
 
 /* One GraphQL request: from the handler to app->end. */
@@ -46,7 +46,10 @@ struct root {
     struct gq_root_call *call;
     struct hk_req *r;
     struct hk_store_op op;
-    json_t *acc;               /* rows gathered so far */
+    json_t *acc;               /* sources: the list so far */
+    struct xrow **rows;        /* webhook(s): the rows so far, in the arena */
+    uint32_t nrows;
+    bool full;                 /* the arena ran out: the field fails */
     uint32_t first;
     char err[160];
 };
@@ -115,11 +118,6 @@ static void errors_response(struct hk_req *r, const struct gq_errors *e)
 
 /* ---- values the schema's types are made of ------------------------------- */
 
-static json_t *str_or_null(const char *p, size_t n)
-{
-    return p ? json_stringn(p, n) : json_null();
-}
-
 static json_t *datetime(int64_t us)
 {
     struct hk_buf b = HK_BUF_INIT;
@@ -129,33 +127,179 @@ static json_t *datetime(int64_t us)
     return v;
 }
 
-/* A Webhook as the schema has it (graphql/schema.c): keyed by field name. */
-static json_t *webhook_value(const struct hk_webhook *w)
+/* A Webhook as the executor reads it (graphql.h's external objects): the
+ * row's fields copied into the request's arena, read field by field
+ * during completion - no JSON tree per row. */
+struct xrow {
+    struct gq_ext ext;
+    const char *source, *event_type, *payload, *content_type, *delivery_id, *client_addr;
+    size_t source_len, event_type_len, payload_len, content_type_len, delivery_id_len, client_addr_len;
+    bool has_payload, ingress, has_sha;
+    char id[24], at[32], bytes[24], sha[65];
+    uint8_t id_len, at_len, bytes_len;
+    int64_t idv;
+};
+
+static void xput(struct gq_xval *o, const char *s, size_t n, bool present)
 {
-    char id[24];
-    int n = snprintf(id, sizeof id, "%lld", (long long)w->id);
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_stringn(id, (size_t)n));
-    json_object_set_new(o, "source", json_stringn(w->source, w->source_len));
-    json_object_set_new(o, "eventType", json_stringn(w->event_type, w->event_type_len));
+    o->kind = present ? GQ_X_STRING : GQ_X_NULL;
+    o->s = s;
+    o->n = n;
+}
+
+static void xrow_field(const struct gq_ext *e, const char *name, struct gq_xval *o)
+{
+    const struct xrow *w = (const struct xrow *)e;
+    o->kind = GQ_X_NULL;
+    switch (name[0]) {
+    case 'i':
+        if (strcmp(name, "id") == 0)
+            xput(o, w->id, w->id_len, true);
+        else if (strcmp(name, "ingress") == 0)
+            o->kind = GQ_X_BOOL, o->b = w->ingress;
+        break;
+    case 's':
+        if (strcmp(name, "source") == 0)
+            xput(o, w->source, w->source_len, true);
+        break;
+    case 'e':
+        if (strcmp(name, "eventType") == 0)
+            xput(o, w->event_type, w->event_type_len, true);
+        break;
+    case 'p':
+        if (strcmp(name, "payload") == 0)
+            xput(o, w->payload, w->payload_len, w->has_payload);
+        break;
+    case 'r':
+        if (strcmp(name, "receivedAt") == 0)
+            xput(o, w->at, w->at_len, true);
+        break;
+    case 'c':
+        if (strcmp(name, "contentType") == 0)
+            xput(o, w->content_type, w->content_type_len, w->content_type != NULL);
+        else if (strcmp(name, "clientAddress") == 0)
+            xput(o, w->client_addr, w->client_addr_len, w->client_addr != NULL);
+        break;
+    case 'd':
+        if (strcmp(name, "deliveryId") == 0)
+            xput(o, w->delivery_id, w->delivery_id_len, w->delivery_id != NULL);
+        break;
+    case 'b':
+        if (strcmp(name, "bodyBytes") == 0 && w->ingress) {
+            xput(o, w->bytes, w->bytes_len, true);
+            o->kind = GQ_X_INT;
+        } else if (strcmp(name, "bodySha256") == 0) {
+            xput(o, w->sha, 64, w->has_sha);
+        }
+        break;
+    }
+}
+
+static const struct gq_ext_vt xrow_vt = {xrow_field};
+
+/* A copy of s[0..n) in the arena (NULL stays NULL); false when it is full. */
+static bool xdup(struct gq_arena *a, const char *s, size_t n, const char **out)
+{
+    *out = NULL;
+    if (!s)
+        return true;
+    return (*out = gq_strdup(a, s, n)) != NULL;
+}
+
+/* The row as a Webhook object in the arena, or NULL when it is full. */
+static struct xrow *xrow_of(struct gq_arena *a, const struct hk_webhook *w)
+{
+    struct xrow *x = gq_alloc(a, sizeof *x);
+    if (!x)
+        return NULL;
+    x->ext.vt = &xrow_vt;
+    x->idv = w->id;
+    x->id_len = (uint8_t)snprintf(x->id, sizeof x->id, "%lld", (long long)w->id);
+    struct hk_buf b = {.p = x->at, .cap = sizeof x->at};
+    hk_buf_put_iso_us(&b, w->received_us);
+    x->at_len = (uint8_t)b.len;
     const char *p;
     size_t pn;
-    json_object_set_new(o, "payload", hk_webhook_payload(w, &p, &pn) ? json_stringn(p, pn) : json_null());
-    json_object_set_new(o, "receivedAt", datetime(w->received_us));
-    json_object_set_new(o, "ingress", json_boolean(w->ingress));
+    x->has_payload = hk_webhook_payload(w, &p, &pn);
+    x->ingress = w->ingress;
+    x->source_len = w->source_len;
+    x->event_type_len = w->event_type_len;
+    x->payload_len = pn;
+    if (!xdup(a, w->source, w->source_len, &x->source) || !xdup(a, w->event_type, w->event_type_len, &x->event_type) ||
+        (x->has_payload && !xdup(a, p, pn, &x->payload)))
+        return NULL;
     if (w->ingress) {
-        json_object_set_new(o, "contentType", str_or_null(w->content_type, w->content_type_len));
-        json_object_set_new(o, "deliveryId", str_or_null(w->delivery_id, w->delivery_id_len));
-        json_object_set_new(o, "bodyBytes", json_integer((json_int_t)w->body_len));
-        json_object_set_new(o, "clientAddress", str_or_null(w->client_addr, w->client_addr_len));
+        x->content_type_len = w->content_type_len;
+        x->delivery_id_len = w->delivery_id_len;
+        x->client_addr_len = w->client_addr_len;
+        if (!xdup(a, w->content_type, w->content_type_len, &x->content_type) ||
+            !xdup(a, w->delivery_id, w->delivery_id_len, &x->delivery_id) ||
+            !xdup(a, w->client_addr, w->client_addr_len, &x->client_addr))
+            return NULL;
+        x->bytes_len = (uint8_t)snprintf(x->bytes, sizeof x->bytes, "%zu", w->body_len);
         if (w->body_sha256) {
-            char hex[65];
-            hk_hex_encode(w->body_sha256, 32, hex);
-            json_object_set_new(o, "bodySha256", json_stringn(hex, 64));
+            hk_hex_encode(w->body_sha256, 32, x->sha);
+            x->has_sha = true;
         }
     }
-    return o;
+    return x;
 }
+
+/* A page: WebhookConnection, its edges and its PageInfo, in the arena. */
+struct xedge {
+    struct gq_ext ext;
+    const struct xrow *node;
+    char cursor[64];
+    size_t cursor_len;
+};
+struct xpage {
+    struct gq_ext ext;           /* PageInfo */
+    bool more;
+    const char *end;
+    size_t end_len;
+};
+struct xconn {
+    struct gq_ext ext;           /* WebhookConnection */
+    const struct gq_ext **edges;
+    size_t n;
+    struct xpage page;
+};
+
+static void xedge_field(const struct gq_ext *e, const char *name, struct gq_xval *o)
+{
+    const struct xedge *x = (const struct xedge *)e;
+    o->kind = GQ_X_NULL;
+    if (strcmp(name, "cursor") == 0)
+        xput(o, x->cursor, x->cursor_len, true);
+    else if (strcmp(name, "node") == 0)
+        o->kind = GQ_X_OBJECT, o->obj = &x->node->ext;
+}
+
+static void xpage_field(const struct gq_ext *e, const char *name, struct gq_xval *o)
+{
+    const struct xpage *p = (const struct xpage *)e;
+    o->kind = GQ_X_NULL;
+    if (strcmp(name, "hasNextPage") == 0)
+        o->kind = GQ_X_BOOL, o->b = p->more;
+    else if (strcmp(name, "endCursor") == 0)
+        xput(o, p->end, p->end_len, p->end != NULL);
+}
+
+static void xconn_field(const struct gq_ext *e, const char *name, struct gq_xval *o)
+{
+    const struct xconn *c = (const struct xconn *)e;
+    o->kind = GQ_X_NULL;
+    if (strcmp(name, "edges") == 0) {
+        o->kind = GQ_X_LIST;
+        o->items = c->edges;
+        o->n = c->n;
+    } else if (strcmp(name, "pageInfo") == 0) {
+        o->kind = GQ_X_OBJECT;
+        o->obj = &c->page.ext;
+    }
+}
+
+static const struct gq_ext_vt xedge_vt = {xedge_field}, xpage_vt = {xpage_field}, xconn_vt = {xconn_field};
 
 static void cursor_of(int64_t id, char *out, size_t cap)
 {
@@ -208,6 +352,16 @@ static void root_done(struct root *rt, json_t *v, const char *err)
     maybe_send(r);
 }
 
+static void root_done_ext(struct root *rt, const struct gq_ext *v, const char *err)
+{
+    struct hk_req *r = rt->r;
+    struct hk_api_gq *g = gq_of(r);
+    g->depth++;
+    gq_root_done_ext(rt->call, v, err);
+    g->depth--;
+    maybe_send(r);
+}
+
 static void root_fail(struct root *rt, const char *msg)
 {
     root_done(rt, NULL, msg);
@@ -234,25 +388,31 @@ static const char *store_msg(int status)
     }
 }
 
+#define ARENA_FULL_MSG "the page is larger than a request may hold; ask for fewer rows (first)"
+
 static void one_row(struct hk_store_op *op, const struct hk_webhook *row)
 {
     struct root *rt = op->data;
-    json_decref(rt->acc);
-    rt->acc = webhook_value(row);
+    struct xrow *x = xrow_of(&gq_of(rt->r)->arena, row);
+    if (!x)
+        rt->full = true;
+    rt->rows[0] = x;
+    rt->nrows = 1;
 }
 
 static void one_done(struct hk_store_op *op)
 {
     struct root *rt = op->data;
     hk_api_store_end(rt->r, (int)op->kind, op->status);
-    json_t *v = rt->acc;
-    rt->acc = NULL;
-    if (op->status == HK_ENOTFOUND || op->status == 0) {
-        root_done(rt, v, NULL);
-        return;
+    if (rt->full) {
+        root_fail(rt, ARENA_FULL_MSG);
+    } else if (op->status == 0 && rt->nrows) {
+        root_done_ext(rt, &rt->rows[0]->ext, NULL);
+    } else if (op->status == HK_ENOTFOUND || op->status == 0) {
+        root_done(rt, NULL, NULL);
+    } else {
+        root_fail(rt, store_msg(op->status));
     }
-    json_decref(v);
-    root_fail(rt, store_msg(op->status));
 }
 
 static void resolve_webhook(struct root *rt, json_t *args)
@@ -262,6 +422,11 @@ static void resolve_webhook(struct root *rt, json_t *args)
     int64_t v;
     if (!id || hk_api_parse_id(id, n, &v) < 0) {
         root_done(rt, NULL, NULL);   /* no webhook has such an id */
+        return;
+    }
+    rt->rows = gq_alloc(&gq_of(rt->r)->arena, sizeof *rt->rows);
+    if (!rt->rows) {
+        root_fail(rt, ARENA_FULL_MSG);
         return;
     }
     rt->op.kind = HK_OP_GET;
@@ -274,46 +439,49 @@ static void resolve_webhook(struct root *rt, json_t *args)
 static void list_row(struct hk_store_op *op, const struct hk_webhook *row)
 {
     struct root *rt = op->data;
-    if (json_array_size(rt->acc) < rt->first + 1u)
-        json_array_append_new(rt->acc, webhook_value(row));
+    if (rt->full || rt->nrows >= rt->first + 1u)
+        return;
+    struct xrow *x = xrow_of(&gq_of(rt->r)->arena, row);
+    if (!x)
+        rt->full = true;
+    else
+        rt->rows[rt->nrows++] = x;
 }
 
 static void list_done(struct hk_store_op *op)
 {
     struct root *rt = op->data;
+    struct gq_arena *a = &gq_of(rt->r)->arena;
     hk_api_store_end(rt->r, HK_OP_LIST, op->status);
     if (op->status < 0) {
-        json_decref(rt->acc);
-        rt->acc = NULL;
         root_fail(rt, store_msg(op->status));
         return;
     }
-    size_t got = json_array_size(rt->acc);
-    bool more = got > rt->first;
-    json_t *edges = json_array();
-    const char *last = NULL;
-    char cur[64];
-    for (size_t i = 0; i < got && i < rt->first; i++) {
-        json_t *node = json_array_get(rt->acc, i);
-        const char *id = json_string_value(json_object_get(node, "id"));
-        int64_t v = 0;
-        hk_api_parse_id(id, strlen(id), &v);
-        cursor_of(v, cur, sizeof cur);
-        json_t *e = json_object();
-        json_object_set_new(e, "cursor", json_string(cur));
-        json_object_set(e, "node", node);
-        json_array_append_new(edges, e);
-        last = json_string_value(json_object_get(e, "cursor"));
+    uint32_t n = rt->nrows < rt->first ? rt->nrows : rt->first;
+    struct xconn *c = gq_alloc(a, sizeof *c);
+    struct xedge *edges = gq_alloc(a, (n ? n : 1) * sizeof *edges);
+    const struct gq_ext **items = gq_alloc(a, (n ? n : 1) * sizeof *items);
+    if (rt->full || !c || !edges || !items) {
+        root_fail(rt, ARENA_FULL_MSG);
+        return;
     }
-    json_t *page = json_object();
-    json_object_set_new(page, "hasNextPage", json_boolean(more));
-    json_object_set_new(page, "endCursor", last ? json_string(last) : json_null());
-    json_t *conn = json_object();
-    json_object_set_new(conn, "edges", edges);
-    json_object_set_new(conn, "pageInfo", page);
-    json_decref(rt->acc);
-    rt->acc = NULL;
-    root_done(rt, conn, NULL);
+    for (uint32_t i = 0; i < n; i++) {
+        edges[i].ext.vt = &xedge_vt;
+        edges[i].node = rt->rows[i];
+        cursor_of(rt->rows[i]->idv, edges[i].cursor, sizeof edges[i].cursor);
+        edges[i].cursor_len = strlen(edges[i].cursor);
+        items[i] = &edges[i].ext;
+    }
+    c->ext.vt = &xconn_vt;
+    c->edges = items;
+    c->n = n;
+    c->page.ext.vt = &xpage_vt;
+    c->page.more = rt->nrows > rt->first;
+    if (n) {
+        c->page.end = edges[n - 1].cursor;
+        c->page.end_len = edges[n - 1].cursor_len;
+    }
+    root_done_ext(rt, &c->ext, NULL);
 }
 
 static int time_arg(json_t *args, const char *name, int64_t *us, struct root *rt)
@@ -360,7 +528,11 @@ static void resolve_webhooks(struct root *rt, json_t *args, const struct gq_limi
         return;
     }
     rt->first = (uint32_t)first;
-    rt->acc = json_array();
+    rt->rows = gq_alloc(&gq_of(rt->r)->arena, ((size_t)rt->first + 1) * sizeof *rt->rows);
+    if (!rt->rows) {
+        root_fail(rt, ARENA_FULL_MSG);
+        return;
+    }
     /* Stored text is UTF-8 without NUL on every store: such a filter
      * matches nothing (and PostgreSQL would refuse the statement). */
     if (!text_ok(q->source, q->source_len) || !text_ok(q->event_type, q->event_type_len) ||

@@ -401,7 +401,7 @@ struct fields {                            /* CollectFields' ordered map */
     uint32_t icap;
 };
 
-enum vkind { V_NULL, V_JSON, V_STR, V_BOOL, V_SCHEMA, V_TYPE, V_TREF, V_FIELD, V_INPUT, V_ENUMV, V_DIR, V_LIST };
+enum vkind { V_NULL, V_JSON, V_STR, V_BOOL, V_SCHEMA, V_TYPE, V_TREF, V_FIELD, V_INPUT, V_ENUMV, V_DIR, V_LIST, V_EXT };
 
 /* A value being completed: the resolver's JSON, or a part of the schema
  * that introspection describes. */
@@ -419,6 +419,7 @@ struct val {
         const struct gq_enum_value_def *ev;
         const struct gq_directive_def *d;
         struct val *items;
+        const struct gq_ext *e;
     } u;
 };
 
@@ -434,6 +435,7 @@ struct slot {                              /* one root field */
     bool has_raw;                          /* its arguments did not coerce */
     struct rawerr raw;
     json_t *value;                         /* the resolver's, owned */
+    const struct gq_ext *ext;              /* or an external object (gq_root_done_ext) */
     const char *error;                     /* the resolver's message, in the arena */
 };
 
@@ -1934,6 +1936,7 @@ static bool intro_resolve(struct gq_exec *x, struct val src, const char *f, json
     case V_STR:
     case V_BOOL:
     case V_LIST:
+    case V_EXT:
         break;
     }
     return true;
@@ -2286,6 +2289,41 @@ static void put_key(struct gq_exec *x, struct gq_str key, bool *first)
 
 /* executeField on a nested object: R_OK (written, maybe null with an error
  * recorded), R_PROP or R_ABORT. */
+/* A field of an external object as a value to complete; false when the
+ * arena is out of room (a list's items). */
+static bool ext_field(struct gq_exec *x, const struct gq_ext *e, const char *name, struct val *out)
+{
+    struct gq_xval xv = {.kind = GQ_X_NULL};
+    e->vt->field(e, name, &xv);
+    switch (xv.kind) {
+    case GQ_X_STRING:
+    case GQ_X_INT:   /* decimal text: Int's serializer reads numbers in strings, as graphql-js's does */
+        *out = (struct val){.k = V_STR, .n = (uint32_t)xv.n, .u.s = xv.s ? xv.s : ""};
+        return true;
+    case GQ_X_BOOL:
+        *out = v_bool(xv.b);
+        return true;
+    case GQ_X_OBJECT:
+        *out = xv.obj ? (struct val){.k = V_EXT, .u.e = xv.obj} : v_null();
+        return true;
+    case GQ_X_LIST: {
+        struct val *items = gq_alloc(x->a, (xv.n ? xv.n : 1) * sizeof *items);
+        if (!items)
+            return false;
+        for (size_t i = 0; i < xv.n; i++)
+            items[i] = xv.items[i] ? (struct val){.k = V_EXT, .u.e = xv.items[i]} : v_null();
+        *out = (struct val){.k = V_LIST, .n = (uint32_t)xv.n, .u.items = items};
+        return true;
+    }
+    case GQ_X_JSON:
+        *out = xv.json && !json_is_null(xv.json) ? (struct val){.k = V_JSON, .u.j = xv.json} : v_null();
+        return true;
+    default:
+        *out = v_null();
+        return true;
+    }
+}
+
 static int complete_field(struct gq_exec *x, const struct gq_type_def *pt, struct val src, struct group *g,
                           bool *first)
 {
@@ -2317,6 +2355,12 @@ static int complete_field(struct gq_exec *x, const struct gq_type_def *pt, struc
             json_t *j = json_is_object(src.u.j) ? json_object_get(src.u.j, def->name) : NULL;
             if (j && !json_is_null(j))
                 v = (struct val){.k = V_JSON, .u.j = j};
+        } else if (src.k == V_EXT) {
+            if (!ext_field(x, src.u.e, def->name, &v)) {
+                json_decref(args);
+                x->npath--;
+                return abort_with(x, OOM_MSG, g);
+            }
         } else if (!intro_resolve(x, src, def->name, args, &v)) {
             json_decref(args);
             x->npath--;
@@ -2391,6 +2435,8 @@ static void complete_slot(struct gq_exec *x, uint32_t i)
         } else if (sl->error) {
             raw_set(x, sl->error, NULL);
             r = R_RAW;
+        } else if (sl->ext) {
+            r = complete_value(x, &fc, t, (struct val){.k = V_EXT, .u.e = sl->ext});
         } else {
             struct val v = sl->value && !json_is_null(sl->value) ? (struct val){.k = V_JSON, .u.j = sl->value}
                                                                   : v_null();
@@ -2503,6 +2549,24 @@ static void pump(struct gq_exec *x)
     x->pumping = false;
     if (!x->finished && x->inflight == 0 && (x->stop || x->ncompleted == x->nslots))
         finish(x);
+}
+
+void gq_root_done_ext(struct gq_root_call *call, const struct gq_ext *value, const char *error)
+{
+    struct slot *sl = (struct slot *)call;
+    struct gq_exec *x = call->x;
+    assert(!sl->resolved && x->inflight > 0);
+    if (sl->resolved || x->freed)
+        return;
+    sl->ext = value;
+    if (error) {
+        sl->error = gq_strdup(x->a, error, strlen(error));
+        if (!sl->error)
+            sl->error = OOM_MSG;
+    }
+    sl->resolved = true;
+    x->inflight--;
+    pump(x);
 }
 
 void gq_root_done(struct gq_root_call *call, json_t *value, const char *error)

@@ -76,8 +76,31 @@ struct gq_root_call {
     void *data;                /* the resolver's, free for it to use */
 };
 
+/* An object the resolver describes field by field instead of as a JSON
+ * tree (a store row read where it lies): completion asks `field` for each
+ * field the query selects. The object, and whatever its values point
+ * to, must live until the execution is freed (the request's arena). */
+struct gq_ext;
+enum gq_xkind { GQ_X_NULL, GQ_X_STRING, GQ_X_INT, GQ_X_BOOL, GQ_X_OBJECT, GQ_X_LIST, GQ_X_JSON };
+struct gq_xval {
+    enum gq_xkind kind;
+    const char *s;             /* STRING (s[0..n)); INT: decimal text */
+    size_t n;                  /* STRING, INT: bytes; LIST: items */
+    bool b;                    /* BOOL */
+    const struct gq_ext *obj;  /* OBJECT */
+    const struct gq_ext *const *items; /* LIST: objects */
+    json_t *json;              /* JSON: borrowed, owned by the object */
+};
+struct gq_ext_vt {
+    /* The value of field `name` of obj (a schema field name). */
+    void (*field)(const struct gq_ext *e, const char *name, struct gq_xval *out);
+};
+struct gq_ext {
+    const struct gq_ext_vt *vt;
+};
+
 /* Resolve call->field (asynchronously or not): end with exactly one
- * gq_root_done. */
+ * gq_root_done or gq_root_done_ext. */
 typedef void (*gq_resolve_fn)(void *ctx, struct gq_root_call *call);
 
 /* The field's value: a JSON value shaped as the schema says (objects
@@ -86,6 +109,8 @@ typedef void (*gq_resolve_fn)(void *ctx, struct gq_root_call *call);
  * for null. With `error` (a message, copied) the field is null and the
  * error is reported with its path. */
 void gq_root_done(struct gq_root_call *call, json_t *value, const char *error);
+/* The same with an external object as the field's value (NULL: null). */
+void gq_root_done_ext(struct gq_root_call *call, const struct gq_ext *value, const char *error);
 
 typedef void (*gq_done_fn)(void *ud, struct gq_exec *x);
 

@@ -25,6 +25,7 @@
 struct hk_sources;
 struct hk_api_ingress;
 struct hk_api_gq;
+struct hk_gq_docs;
 
 /* What a route needs (hk_route.need): scope bits (core/credential.h), or
  * one of the kinds of credential below. 0: open to anyone. */
@@ -72,6 +73,7 @@ struct hk_api_loop {
     struct hk_api_ingress *ing_free; /* ingress request states not in use (api/hooks.c) */
     unsigned ing_nfree;
     struct gq_arena_cache gq_cache;  /* GraphQL arena blocks between requests (api/graphql.c) */
+    struct hk_gq_docs *gq_docs;      /* GraphQL documents that validated, for repeats (api/graphql.c) */
 };
 
 /* A request's credential while the gate checks it, and what it proved. */
@@ -178,6 +180,7 @@ void hk_api_webhook_body(struct hk_req *r);
 void hk_api_graphql(struct hk_req *r);
 void hk_api_graphql_schema(struct hk_req *r);
 void hk_api_graphql_init(void);
+void hk_api_graphql_loop_free(struct hk_api_loop *L);
 /* Release a GraphQL request's state (app->end). */
 void hk_api_graphql_end(struct hk_req *r);
 

@@ -53,6 +53,7 @@ static void loop_free(void *data)
         return;
     hk_ingress_loop_free(L);
     gq_arena_cache_free(&L->gq_cache);
+    hk_api_graphql_loop_free(L);
     hk_obs_free(L->obs);
     free(L);
 }

@@ -991,3 +991,33 @@ Test(graphql, paging_over_100000_rows_returns_each_row_once)
     fprintf(stderr, "graphql: %d rows in %ld pages of 1000 in %" PRId64 " ms\n", BULK_N, (long)(BULK_N / 1000), ms);
     hk_finish(&srv);
 }
+
+/* A loop keeps documents that validated: repeats, evictions and a
+ * document in use by another request must all answer as the first time. */
+Test(graphql, repeated_documents_answer_alike)
+{
+    hk_server_start(&srv, (const char *const[]){"HOOKD_THREADS=1", NULL});
+    for (int i = 0; i < 3; i++) {
+        hk_post_json(&srv, "/api/webhooks", "{\"source\":\"gh\",\"eventType\":\"push\",\"payload\":\"x\"}", &(struct hk_resp){0});
+    }
+    const char *q = "{ __typename webhooks(first: 2) { edges { node { source } } pageInfo { hasNextPage } } }";
+    for (int round = 0; round < 3; round++) {
+        hk_context("round %d", round);
+        json_t *j = query(&srv, q, NULL);
+        cr_assert_str_eq(at_str(j, "data.__typename"), "Query");
+        cr_assert_eq(json_array_size(at(j, "data.webhooks.edges")), 2);
+        cr_assert(json_is_true(at(j, "data.webhooks.pageInfo.hasNextPage")));
+        json_decref(j);
+        /* 20 other documents in between: the first is evicted and parsed again. */
+        for (int k = 0; k < 20 && round == 1; k++) {
+            char other[96];
+            snprintf(other, sizeof other, "{ a%d: __typename }", k);
+            json_t *o = query(&srv, other, NULL);
+            char key[16];
+            snprintf(key, sizeof key, "data.a%d", k);
+            cr_assert_str_eq(at_str(o, key), "Query");
+            json_decref(o);
+        }
+    }
+    hk_finish(&srv);
+}

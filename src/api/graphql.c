@@ -19,6 +19,7 @@
 #include "core/credential.h"
 #include "graphql/graphql.h"
 #include "http/query.h"
+#include "ingress/jscan.h"
 #include "hk_build.h"
 
 #define CT_GQL_RESPONSE "application/graphql-response+json; charset=utf-8"
@@ -780,6 +781,64 @@ static void exec_done(void *ud, struct gq_exec *x)
 
 /* ---- the endpoint ----------------------------------------------------------- */
 
+/* A decoded string member into the arena (NUL-terminated), or the body's
+ * own bytes when it has no escapes. */
+static const char *member_text(struct hk_api_gq *g, const struct hk_jval *v, size_t *n)
+{
+    if (!v->escaped) {
+        *n = v->n;
+        return v->p;
+    }
+    char *dst = gq_alloc(&g->arena, v->n + 1);
+    long k = dst ? hk_jscan_string(v, dst, v->n) : -1;
+    if (k < 0)
+        return NULL;
+    dst[k] = 0;
+    *n = (size_t)k;
+    return dst;
+}
+
+/* The usual POST body, {"query": "…"} with perhaps an operationName and
+ * empty variables, read in one pass without a JSON tree (ingress/jscan.h
+ * accepts what jansson does). Anything else - variables, odd types, a
+ * \u0000 - is left to jansson, which also words the errors: false. */
+static bool body_fast(struct hk_req *r, struct hk_api_gq *g, const char **query, size_t *qlen, const char **opname,
+                      size_t *olen)
+{
+    struct hk_jscan_want w[3] = {{.path = "query"}, {.path = "operationName"}, {.path = "variables"}};
+    const char *p = r->body->p;
+    if (!p || hk_jscan(p, r->body->len, w, 3) < 0 || w[0].out.kind != HK_J_STRING)
+        return false;
+    if (w[2].out.kind != HK_J_NONE) {
+        /* Only {} (no variables at all) stays on this path. */
+        const char *v = w[2].out.p, *end = p + r->body->len;
+        if (w[2].out.kind != HK_J_OTHER || !v || *v != '{')
+            return false;
+        for (v++; v < end && (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r'); v++)
+            ;
+        if (v >= end || *v != '}')
+            return false;
+    }
+    if (w[1].out.kind != HK_J_NONE && w[1].out.kind != HK_J_STRING)
+        return false;
+    *query = member_text(g, &w[0].out, qlen);
+    if (!*query)
+        return false;
+    *opname = NULL;
+    *olen = 0;
+    if (w[1].out.kind == HK_J_STRING) {
+        /* NUL-terminated for gq_select_operation: always a copy. */
+        char *o = gq_alloc(&g->arena, w[1].out.n + 1);
+        long k = o ? hk_jscan_string(&w[1].out, o, w[1].out.n) : -1;
+        if (k < 0)
+            return false;
+        o[k] = 0;
+        *opname = o;
+        *olen = (size_t)k;
+    }
+    return true;
+}
+
 /* GET's query string values, decoded into the arena. */
 static const char *qparam(struct hk_req *r, const char *name, size_t *n, int *bad)
 {
@@ -839,6 +898,8 @@ void hk_api_graphql(struct hk_req *r)
             hk_resp_problem(r, 415, NULL, "POST /graphql takes Content-Type: application/json");
             return;
         }
+        if (body_fast(r, g, &query, &qlen, &opname, &olen))
+            goto have_query;
         json_error_t e;
         /* JSON_ALLOW_NUL: a NUL in the query is the parser's to refuse
          * (with graphql-js's message), and one in a variable a filter's
@@ -872,6 +933,7 @@ void hk_api_graphql(struct hk_req *r)
             return;
         }
     }
+have_query:
     if (!query) {
         request_error(r, "a query is required (the \"query\" member, or ?query= on GET)", NULL);
         return;

@@ -1519,6 +1519,28 @@ static bool arg_given(const struct gq_argument *args, uint32_t n, const char *na
     return false;
 }
 
+/* ProvidedRequiredArguments(OnDirectives): every required argument of
+ * `defs` that `given` lacks, named as "<what><name>" (a field or a
+ * directive) in graphql-js's words. */
+static void required_args(struct vctx *c, const char *what, struct gq_str name, const struct gq_input_value_def *defs,
+                          unsigned ndefs, const struct gq_argument *given, uint32_t ngiven, struct gq_loc loc)
+{
+    for (unsigned k = 0; k < ndefs; k++) {
+        const struct gq_input_value_def *a = &defs[k];
+        if (!is_required(a) || arg_given(given, ngiven, a->name))
+            continue;
+        struct sb b = sb_new(c);
+        sb_puts(&b, what);
+        sb_str(&b, name);
+        sb_puts(&b, "\" argument \"");
+        sb_puts(&b, a->name);
+        sb_puts(&b, "\" of type \"");
+        put_tref(&b, a->tref);
+        sb_puts(&b, "\" is required, but it was not provided.");
+        report1(c, sb_done(&b), loc);
+    }
+}
+
 static void walk_directive(struct vctx *c, const struct gq_directive *d, unsigned where,
                            const struct gq_field_def *fdef, const struct gq_type_def *parent, bool record)
 {
@@ -1560,20 +1582,8 @@ static void walk_directive(struct vctx *c, const struct gq_directive *d, unsigne
     for (uint32_t i = 0; i < d->nargs; i++)
         walk_argument(c, &d->args[i], dd, true, fdef, parent, record);
     /* ProvidedRequiredArgumentsOnDirectivesRule, on leaving. */
-    for (unsigned k = 0; spec && dd && k < dd->nargs; k++) {
-        const struct gq_input_value_def *a = &dd->args[k];
-        if (!is_required(a) || arg_given(d->args, d->nargs, a->name))
-            continue;
-        struct sb b = sb_new(c);
-        sb_puts(&b, "Directive \"@");
-        sb_str(&b, d->name);
-        sb_puts(&b, "\" argument \"");
-        sb_puts(&b, a->name);
-        sb_puts(&b, "\" of type \"");
-        put_tref(&b, a->tref);
-        sb_puts(&b, "\" is required, but it was not provided.");
-        report1(c, sb_done(&b), d->loc);
-    }
+    if (spec && dd)
+        required_args(c, "Directive \"@", d->name, dd->args, dd->nargs, d->args, d->nargs, d->loc);
 }
 
 static void walk_directives(struct vctx *c, const struct gq_directive *dirs, uint32_t n, unsigned where,
@@ -1764,20 +1774,9 @@ static void walk_field(struct vctx *c, const struct gq_selection *f, const struc
     if (f->sel)
         walk_selection_set(c, f->sel, ft, fd, false, in_intro || intro_root);
     /* ProvidedRequiredArgumentsRule, on leaving the field. */
-    for (unsigned k = 0; c->mode == M_SPEC && fd && k < fd->nargs; k++) {
-        const struct gq_input_value_def *a = &fd->args[k];
-        if (!is_required(a) || arg_given(f->args, f->nargs, a->name))
-            continue;
-        struct sb b = sb_new(c);
-        sb_puts(&b, "Field \"");
-        sb_puts(&b, fd->name);
-        sb_puts(&b, "\" argument \"");
-        sb_puts(&b, a->name);
-        sb_puts(&b, "\" of type \"");
-        put_tref(&b, a->tref);
-        sb_puts(&b, "\" is required, but it was not provided.");
-        report1(c, sb_done(&b), f->loc);
-    }
+    if (c->mode == M_SPEC && fd)
+        required_args(c, "Field \"", (struct gq_str){fd->name, (uint32_t)strlen(fd->name)}, fd->args, fd->nargs,
+                      f->args, f->nargs, f->loc);
 }
 
 static void walk_spread(struct vctx *c, const struct gq_selection *sp, const struct gq_type_def *parent,

@@ -270,96 +270,83 @@ static void xput(struct gq_xval *o, const char *s, size_t n, bool present)
     o->n = n;
 }
 
-static void xrow_field(const struct gq_ext *e, const char *name, struct gq_xval *o)
+static void xrow_field(const struct gq_ext *e, unsigned index, struct gq_xval *o)
 {
     const struct xrow *w = (const struct xrow *)e;
     o->kind = GQ_X_NULL;
-    switch (name[0]) {
-    case 'i':
-        if (strcmp(name, "id") == 0)
-            xput(o, w->id, w->id_len, true);
-        else if (strcmp(name, "ingress") == 0)
-            o->kind = GQ_X_BOOL, o->b = w->ingress;
-        break;
-    case 's':
-        if (strcmp(name, "source") == 0)
-            xput(o, w->source, w->source_len, true);
-        break;
-    case 'e':
-        if (strcmp(name, "eventType") == 0)
-            xput(o, w->event_type, w->event_type_len, true);
-        break;
-    case 'p':
-        if (strcmp(name, "payload") == 0)
-            xput(o, w->payload, w->payload_len, w->has_payload);
-        break;
-    case 'r':
-        if (strcmp(name, "receivedAt") == 0)
-            xput(o, w->at, w->at_len, true);
-        break;
-    case 'c':
-        if (strcmp(name, "contentType") == 0)
-            xput(o, w->content_type, w->content_type_len, w->content_type != NULL);
-        else if (strcmp(name, "clientAddress") == 0)
-            xput(o, w->client_addr, w->client_addr_len, w->client_addr != NULL);
-        break;
-    case 'd':
-        if (strcmp(name, "deliveryId") == 0)
-            xput(o, w->delivery_id, w->delivery_id_len, w->delivery_id != NULL);
-        break;
-    case 'b':
-        if (strcmp(name, "bodyBytes") == 0 && w->ingress) {
+    switch (index) {
+    case GQ_WEBHOOK_ID: xput(o, w->id, w->id_len, true); break;
+    case GQ_WEBHOOK_SOURCE: xput(o, w->source, w->source_len, true); break;
+    case GQ_WEBHOOK_EVENT_TYPE: xput(o, w->event_type, w->event_type_len, true); break;
+    case GQ_WEBHOOK_PAYLOAD: xput(o, w->payload, w->payload_len, w->has_payload); break;
+    case GQ_WEBHOOK_RECEIVED_AT: xput(o, w->at, w->at_len, true); break;
+    case GQ_WEBHOOK_INGRESS: o->kind = GQ_X_BOOL, o->b = w->ingress; break;
+    case GQ_WEBHOOK_CONTENT_TYPE: xput(o, w->content_type, w->content_type_len, w->content_type != NULL); break;
+    case GQ_WEBHOOK_CLIENT_ADDRESS: xput(o, w->client_addr, w->client_addr_len, w->client_addr != NULL); break;
+    case GQ_WEBHOOK_DELIVERY_ID: xput(o, w->delivery_id, w->delivery_id_len, w->delivery_id != NULL); break;
+    case GQ_WEBHOOK_BODY_BYTES:
+        if (w->ingress) {
             xput(o, w->bytes, w->bytes_len, true);
             o->kind = GQ_X_INT;
-        } else if (strcmp(name, "bodySha256") == 0) {
-            xput(o, w->sha, 64, w->has_sha);
         }
         break;
+    case GQ_WEBHOOK_BODY_SHA256: xput(o, w->sha, 64, w->has_sha); break;
     }
 }
 
 static const struct gq_ext_vt xrow_vt = {xrow_field};
 
-/* A copy of s[0..n) in the arena (NULL stays NULL); false when it is full. */
-static bool xdup(struct gq_arena *a, const char *s, size_t n, const char **out)
+/* s[0..n) copied to *at (NULL stays NULL), which moves past it. */
+static const char *xcopy(char **at, const char *s, size_t n)
 {
-    *out = NULL;
     if (!s)
-        return true;
-    return (*out = gq_strdup(a, s, n)) != NULL;
+        return NULL;
+    char *d = *at;
+    if (n)
+        memcpy(d, s, n);
+    *at += n;
+    return d;
 }
 
-/* The row as a Webhook object in the arena, or NULL when it is full. */
+/* The row as a Webhook object in the arena, or NULL when it is full. The
+ * store's text lives only during on_row: its strings are copied into one
+ * block behind the object. */
 static struct xrow *xrow_of(struct gq_arena *a, const struct hk_webhook *w)
 {
-    struct xrow *x = gq_alloc(a, sizeof *x);
+    const char *p;
+    size_t pn;
+    bool has_payload = hk_webhook_payload(w, &p, &pn);
+    size_t text = w->source_len + w->event_type_len + (has_payload ? pn : 0);
+    if (w->ingress)
+        text += w->content_type_len + w->delivery_id_len + w->client_addr_len;
+    struct xrow *x = gq_alloc(a, sizeof *x + text);
     if (!x)
         return NULL;
+    char *at = (char *)(x + 1);
     x->ext.vt = &xrow_vt;
     x->idv = w->id;
     x->id_len = (uint8_t)put_dec(x->id, w->id);
     struct hk_buf b = {.p = x->at, .cap = sizeof x->at};
     hk_buf_put_iso_us(&b, w->received_us);
     x->at_len = (uint8_t)b.len;
-    const char *p;
-    size_t pn;
-    x->has_payload = hk_webhook_payload(w, &p, &pn);
+    x->has_payload = has_payload;
     x->ingress = w->ingress;
     x->source_len = w->source_len;
     x->event_type_len = w->event_type_len;
     x->payload_len = pn;
-    if (!xdup(a, w->source, w->source_len, &x->source) || !xdup(a, w->event_type, w->event_type_len, &x->event_type) ||
-        (x->has_payload && !xdup(a, p, pn, &x->payload)))
-        return NULL;
+    x->source = xcopy(&at, w->source ? w->source : "", w->source_len);
+    x->event_type = xcopy(&at, w->event_type ? w->event_type : "", w->event_type_len);
+    x->payload = has_payload ? xcopy(&at, p ? p : "", pn) : NULL;
+    x->content_type = x->delivery_id = x->client_addr = NULL;
+    x->has_sha = false;
     if (w->ingress) {
         x->content_type_len = w->content_type_len;
         x->delivery_id_len = w->delivery_id_len;
         x->client_addr_len = w->client_addr_len;
-        if (!xdup(a, w->content_type, w->content_type_len, &x->content_type) ||
-            !xdup(a, w->delivery_id, w->delivery_id_len, &x->delivery_id) ||
-            !xdup(a, w->client_addr, w->client_addr_len, &x->client_addr))
-            return NULL;
-        x->bytes_len = (uint8_t)snprintf(x->bytes, sizeof x->bytes, "%zu", w->body_len);
+        x->content_type = xcopy(&at, w->content_type, w->content_type_len);
+        x->delivery_id = xcopy(&at, w->delivery_id, w->delivery_id_len);
+        x->client_addr = xcopy(&at, w->client_addr, w->client_addr_len);
+        x->bytes_len = (uint8_t)put_dec(x->bytes, (int64_t)w->body_len);
         if (w->body_sha256) {
             hk_hex_encode(w->body_sha256, 32, x->sha);
             x->has_sha = true;
@@ -388,35 +375,35 @@ struct xconn {
     struct xpage page;
 };
 
-static void xedge_field(const struct gq_ext *e, const char *name, struct gq_xval *o)
+static void xedge_field(const struct gq_ext *e, unsigned index, struct gq_xval *o)
 {
     const struct xedge *x = (const struct xedge *)e;
     o->kind = GQ_X_NULL;
-    if (strcmp(name, "cursor") == 0)
+    if (index == GQ_EDGE_CURSOR)
         xput(o, x->cursor, x->cursor_len, true);
-    else if (strcmp(name, "node") == 0)
+    else if (index == GQ_EDGE_NODE)
         o->kind = GQ_X_OBJECT, o->obj = &x->node->ext;
 }
 
-static void xpage_field(const struct gq_ext *e, const char *name, struct gq_xval *o)
+static void xpage_field(const struct gq_ext *e, unsigned index, struct gq_xval *o)
 {
     const struct xpage *p = (const struct xpage *)e;
     o->kind = GQ_X_NULL;
-    if (strcmp(name, "hasNextPage") == 0)
+    if (index == GQ_PAGE_INFO_HAS_NEXT_PAGE)
         o->kind = GQ_X_BOOL, o->b = p->more;
-    else if (strcmp(name, "endCursor") == 0)
+    else if (index == GQ_PAGE_INFO_END_CURSOR)
         xput(o, p->end, p->end_len, p->end != NULL);
 }
 
-static void xconn_field(const struct gq_ext *e, const char *name, struct gq_xval *o)
+static void xconn_field(const struct gq_ext *e, unsigned index, struct gq_xval *o)
 {
     const struct xconn *c = (const struct xconn *)e;
     o->kind = GQ_X_NULL;
-    if (strcmp(name, "edges") == 0) {
+    if (index == GQ_CONNECTION_EDGES) {
         o->kind = GQ_X_LIST;
         o->items = c->edges;
         o->n = c->n;
-    } else if (strcmp(name, "pageInfo") == 0) {
+    } else if (index == GQ_CONNECTION_PAGE_INFO) {
         o->kind = GQ_X_OBJECT;
         o->obj = &c->page.ext;
     }
@@ -424,15 +411,17 @@ static void xconn_field(const struct gq_ext *e, const char *name, struct gq_xval
 
 static const struct gq_ext_vt xedge_vt = {xedge_field}, xpage_vt = {xpage_field}, xconn_vt = {xconn_field};
 
-static void cursor_of(int64_t id, char *out, size_t cap)
+/* The cursor's text in out (NUL-terminated); its length. */
+static size_t cursor_of(int64_t id, char *out, size_t cap)
 {
     char raw[32];
     memcpy(raw, CURSOR_PREFIX, 3);
     size_t n = 3 + put_dec(raw + 3, id);
-    if (n < cap && HK_BASE64_LEN(n) < cap)
-        hk_base64url_encode(raw, n, out);
-    else
-        out[0] = 0;
+    if (n < cap && HK_BASE64_LEN(n) < cap) {
+        return hk_base64url_encode(raw, n, out);
+    }
+    out[0] = 0;
+    return 0;
 }
 
 /* An opaque cursor back to its id; -1 when it is not one of ours. */
@@ -592,8 +581,7 @@ static void list_done(struct hk_store_op *op)
     for (uint32_t i = 0; i < n; i++) {
         edges[i].ext.vt = &xedge_vt;
         edges[i].node = rt->rows[i];
-        cursor_of(rt->rows[i]->idv, edges[i].cursor, sizeof edges[i].cursor);
-        edges[i].cursor_len = strlen(edges[i].cursor);
+        edges[i].cursor_len = cursor_of(rt->rows[i]->idv, edges[i].cursor, sizeof edges[i].cursor);
         items[i] = &edges[i].ext;
     }
     c->ext.vt = &xconn_vt;

@@ -92,8 +92,9 @@ struct gq_xval {
     json_t *json;              /* JSON: borrowed, owned by the object */
 };
 struct gq_ext_vt {
-    /* The value of field `name` of obj (a schema field name). */
-    void (*field)(const struct gq_ext *e, const char *name, struct gq_xval *out);
+    /* The value of the field at `index` in the object type's field table
+     * (for hookd's schema, schema.h's GQ_WEBHOOK_* and kin). */
+    void (*field)(const struct gq_ext *e, unsigned index, struct gq_xval *out);
 };
 struct gq_ext {
     const struct gq_ext_vt *vt;

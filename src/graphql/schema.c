@@ -57,42 +57,42 @@ static struct gq_field_def mutation_fields[] = {
 };
 
 static struct gq_field_def webhook_fields[] = {
-    {.name = "id", .type = "ID!", .description = "The id the REST API shows."},
-    {.name = "source", .type = "String!", .description = "The source it came from."},
-    {.name = "eventType", .type = "String!", .description = "Its event type; empty when a delivery named none."},
-    {.name = "payload", .type = "String",
+    [GQ_WEBHOOK_ID] = {.name = "id", .type = "ID!", .description = "The id the REST API shows."},
+    [GQ_WEBHOOK_SOURCE] = {.name = "source", .type = "String!", .description = "The source it came from."},
+    [GQ_WEBHOOK_EVENT_TYPE] = {.name = "eventType", .type = "String!", .description = "Its event type; empty when a delivery named none."},
+    [GQ_WEBHOOK_PAYLOAD] = {.name = "payload", .type = "String",
      .description = "The payload as JSON text; for a delivery, the raw body when it is text (JSON, `text/*`, XML, "
                     "form) in UTF-8, else null."},
-    {.name = "receivedAt", .type = "DateTime!", .description = "When hookd stored it."},
+    [GQ_WEBHOOK_RECEIVED_AT] = {.name = "receivedAt", .type = "DateTime!", .description = "When hookd stored it."},
     /* The ingress fields (docs/ingress.md), as GET /api/webhooks shows them. */
-    {.name = "ingress", .type = "Boolean!",
+    [GQ_WEBHOOK_INGRESS] = {.name = "ingress", .type = "Boolean!",
      .description = "True for a delivery to `POST /hooks/{source}`, false for an envelope."},
-    {.name = "contentType", .type = "String",
+    [GQ_WEBHOOK_CONTENT_TYPE] = {.name = "contentType", .type = "String",
      .description = "The delivery's Content-Type as sent; null for an envelope or when absent."},
-    {.name = "deliveryId", .type = "String",
+    [GQ_WEBHOOK_DELIVERY_ID] = {.name = "deliveryId", .type = "String",
      .description = "The provider's delivery id, unique per source; null when there is none."},
-    {.name = "bodyBytes", .type = "Int",
+    [GQ_WEBHOOK_BODY_BYTES] = {.name = "bodyBytes", .type = "Int",
      .description = "The size of the delivery's raw body in bytes; null for an envelope."},
-    {.name = "bodySha256", .type = "String",
+    [GQ_WEBHOOK_BODY_SHA256] = {.name = "bodySha256", .type = "String",
      .description = "The SHA-256 of the delivery's raw body in lower-case hex; null for an envelope."},
-    {.name = "clientAddress", .type = "String",
+    [GQ_WEBHOOK_CLIENT_ADDRESS] = {.name = "clientAddress", .type = "String",
      .description = "The address the delivery came from (X-Forwarded-For only through the source's trusted "
                     "proxies); null for an envelope."},
 };
 
 static struct gq_field_def connection_fields[] = {
-    {.name = "edges", .type = "[WebhookEdge!]!", .description = "The webhooks of this page."},
-    {.name = "pageInfo", .type = "PageInfo!", .description = "Where this page ends and whether more follow."},
+    [GQ_CONNECTION_EDGES] = {.name = "edges", .type = "[WebhookEdge!]!", .description = "The webhooks of this page."},
+    [GQ_CONNECTION_PAGE_INFO] = {.name = "pageInfo", .type = "PageInfo!", .description = "Where this page ends and whether more follow."},
 };
 
 static struct gq_field_def edge_fields[] = {
-    {.name = "cursor", .type = "String!", .description = "Pass as `after` to read the webhooks older than this one."},
-    {.name = "node", .type = "Webhook!", .description = "The webhook."},
+    [GQ_EDGE_CURSOR] = {.name = "cursor", .type = "String!", .description = "Pass as `after` to read the webhooks older than this one."},
+    [GQ_EDGE_NODE] = {.name = "node", .type = "Webhook!", .description = "The webhook."},
 };
 
 static struct gq_field_def page_info_fields[] = {
-    {.name = "hasNextPage", .type = "Boolean!", .description = "True when older webhooks follow this page."},
-    {.name = "endCursor", .type = "String",
+    [GQ_PAGE_INFO_HAS_NEXT_PAGE] = {.name = "hasNextPage", .type = "Boolean!", .description = "True when older webhooks follow this page."},
+    [GQ_PAGE_INFO_END_CURSOR] = {.name = "endCursor", .type = "String",
      .description = "The cursor of the page's last edge; null when the page is empty."},
 };
 
@@ -470,6 +470,8 @@ void gq_schema_init(const struct gq_schema *s)
                 die("duplicate type", t->name);
         for (unsigned j = 0; j < t->nfields; j++) {
             struct gq_field_def *f = (struct gq_field_def *)&t->fields[j];
+            if (!f->name)   /* a hole in a table indexed by GQ_WEBHOOK_* and kin */
+                die("unnamed field in", t->name);
             if (!f->tref)
                 f->tref = resolve(s, f->type);
             init_inputs(s, f->args, f->nargs);
@@ -512,7 +514,7 @@ const struct gq_schema *hk_gq_schema(void)
 
 static bool name_eq(const char *z, const char *p, unsigned n)
 {
-    return strncmp(z, p, n) == 0 && z[n] == '\0';
+    return n && z[0] == p[0] && strncmp(z, p, n) == 0 && z[n] == '\0';
 }
 
 const struct gq_type_def *gq_schema_type(const struct gq_schema *s, const char *name, unsigned len)

@@ -117,6 +117,18 @@ struct gq_schema {
  * (literals) and at variable coercion. */
 bool gq_datetime_valid(const char *s, size_t n);
 
+/* The fields of hookd's object types that api/ serves as external objects
+ * (graphql.h), by their index in the type's field table: an external
+ * object's getter switches on these rather than comparing names. */
+enum {
+    GQ_WEBHOOK_ID, GQ_WEBHOOK_SOURCE, GQ_WEBHOOK_EVENT_TYPE, GQ_WEBHOOK_PAYLOAD, GQ_WEBHOOK_RECEIVED_AT,
+    GQ_WEBHOOK_INGRESS, GQ_WEBHOOK_CONTENT_TYPE, GQ_WEBHOOK_DELIVERY_ID, GQ_WEBHOOK_BODY_BYTES,
+    GQ_WEBHOOK_BODY_SHA256, GQ_WEBHOOK_CLIENT_ADDRESS,
+};
+enum { GQ_CONNECTION_EDGES, GQ_CONNECTION_PAGE_INFO };
+enum { GQ_EDGE_CURSOR, GQ_EDGE_NODE };
+enum { GQ_PAGE_INFO_HAS_NEXT_PAGE, GQ_PAGE_INFO_END_CURSOR };
+
 /* hookd's schema, initialized. gq_schema_init resolves every type
  * reference of a schema (once, thread-safe; gq_exec_start and
  * gq_schema_print call it); it aborts on a table that names an unknown

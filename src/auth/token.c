@@ -9,8 +9,8 @@
 #include <sys/random.h>
 
 #include "core/base64.h"
+#include "core/clock.h"
 #include "core/sha256.h"
-
 
 static const char *const PREFIX[] = {
     [HK_TOKEN_API] = "hkd_",
@@ -285,18 +285,6 @@ static int digits(const char *s, size_t n)
     return v;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (the era-based
- * algorithm: 400-year cycles of 146097 days, years starting in March). */
-static int64_t days_from_civil(int y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 int hk_rfc3339_parse(const char *s, size_t n, int64_t *us)
 {
     static const uint8_t mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -339,7 +327,7 @@ int hk_rfc3339_parse(const char *s, size_t n, int64_t *us)
     }
     if (i != n)
         return -1;
-    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
+    int64_t secs = hk_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec - off;
     *us = secs * 1000000 + frac;
     return 0;
 }

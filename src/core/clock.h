@@ -7,5 +7,9 @@
 
 uint64_t hk_mono_ns(void);     /* CLOCK_MONOTONIC, nanoseconds */
 int64_t hk_wall_us(void);      /* CLOCK_REALTIME, unix microseconds */
+/* Days since 1970-01-01 of a proleptic Gregorian date (month 1..12, day
+ * 1..31, not checked): the era-based algorithm of 400-year cycles of
+ * 146097 days, years starting in March (H. Hinnant's days_from_civil). */
+int64_t hk_days_from_civil(int64_t y, unsigned m, unsigned d);
 
 #endif

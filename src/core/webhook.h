@@ -8,6 +8,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A webhook's forwarding state (docs/forwarding.md). */
+enum hk_delivery_state {
+    HK_DLV_NONE = 0,       /* not forwarded: forwarding was off when it was stored */
+    HK_DLV_PENDING = 1,    /* waiting for its next attempt (or in one) */
+    HK_DLV_DELIVERED = 2,  /* a sink answered 2xx */
+    HK_DLV_FAILED = 3,     /* dead-lettered: a permanent refusal, or out of attempts or age */
+};
+
+struct hk_delivery {
+    uint8_t state;             /* enum hk_delivery_state */
+    int32_t attempts;          /* attempts made */
+    int32_t last_status;       /* the sink's last HTTP status; 0: none (no attempt, or no answer) */
+    const char *last_error;    /* the last attempt's error (short text); NULL: none */
+    size_t last_error_len;
+    int64_t next_us;           /* PENDING: not before (unix microseconds) */
+    int64_t updated_us;        /* when the last attempt ended; 0: none */
+};
+
 /* A row as the API sees it. Strings are not NUL-terminated; `payload` is NULL
  * for a JSON null payload. In a row handed to a callback, every pointer is
  * borrowed until that callback returns. */
@@ -36,6 +54,7 @@ struct hk_webhook {
     size_t verified_len;
     const char *client_addr;       /* printable address */
     size_t client_addr_len;
+    struct hk_delivery delivery;   /* state NONE and the rest 0/NULL unless forwarded */
 };
 
 #endif

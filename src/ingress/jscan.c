@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
+
 #define WANTS_MAX 8
 
 struct want_state {
@@ -57,36 +59,6 @@ static int hex4(const char *p)
     return v;
 }
 
-/* The length of the UTF-8 sequence at p (valid, shortest form, no
- * surrogates, at most U+10FFFF), or 0. */
-static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
-{
-    unsigned c = p[0];
-    size_t n;
-    unsigned min, v;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2, v = c & 0x1f, min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3, v = c & 0x0f, min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if ((size_t)(end - p) < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        v = (v << 6) | (p[i] & 0x3f);
-    }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    return n;
-}
-
 /* A string at s->p (the opening quote). Sets *start and *len to its raw
  * content and *esc when it has escapes. */
 static int scan_string(struct scan *s, const char **start, size_t *len, bool *esc)
@@ -132,7 +104,8 @@ static int scan_string(struct scan *s, const char **start, size_t *len, bool *es
             p += 2;
             continue;
         }
-        size_t k = utf8_seq((const unsigned char *)p, (const unsigned char *)s->end);
+        uint32_t cp;
+        size_t k = hk_utf8_seq((const unsigned char *)p, (size_t)(s->end - p), &cp);
         if (!k)
             return -1;
         p += k;

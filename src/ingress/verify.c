@@ -49,6 +49,7 @@
 
 #include "core/ascii.h"
 #include "core/base64.h"
+#include "core/clock.h"
 
 enum { SIG_MAC = 1, SIG_ED = 2 };   /* sig_kind; also hk_parse_std_sigs' kinds (v1, v1a) */
 
@@ -134,18 +135,6 @@ static int digits(const char *p, int k)
     return v;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
- * days_from_civil). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 /* RFC 3339 date-time (Twitch's "2023-01-24T19:04:09.123456789Z"): unix
  * seconds, the fraction dropped. */
 static bool parse_rfc3339(const char *p, size_t n, int64_t *out)
@@ -182,7 +171,7 @@ static bool parse_rfc3339(const char *p, size_t n, int64_t *out)
     }
     if (i != n)
         return false;
-    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - off;
+    *out = hk_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s - off;
     return true;
 }
 

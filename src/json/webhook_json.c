@@ -245,6 +245,35 @@ bool hk_webhook_payload(const struct hk_webhook *w, const char **p, size_t *n)
     return payload != NULL;
 }
 
+/* A forwarded row's "delivery" (docs/forwarding.md); a row stored while
+ * forwarding was off has none. */
+static void encode_delivery(struct hk_buf *b, const struct hk_delivery *d)
+{
+    static const char *const state[] = {"none", "pending", "delivered", "failed"};
+    PUT_LIT(b, ",\"delivery\":{\"state\":\"");
+    hk_buf_puts(b, state[d->state <= HK_DLV_FAILED ? d->state : 0]);
+    PUT_LIT(b, "\",\"attempts\":");
+    hk_buf_put_i64(b, d->attempts);
+    PUT_LIT(b, ",\"lastStatus\":");
+    if (d->last_status)
+        hk_buf_put_i64(b, d->last_status);
+    else
+        PUT_LIT(b, "null");
+    PUT_LIT(b, ",\"lastError\":");
+    put_str_or_null(b, d->last_error, d->last_error_len);
+    if (d->state == HK_DLV_PENDING && d->next_us) {
+        PUT_LIT(b, ",\"nextAttemptAt\":\"");
+        hk_buf_put_iso_us(b, d->next_us);
+        hk_buf_putc(b, '"');
+    }
+    if (d->updated_us) {
+        PUT_LIT(b, ",\"lastAttemptAt\":\"");
+        hk_buf_put_iso_us(b, d->updated_us);
+        hk_buf_putc(b, '"');
+    }
+    hk_buf_putc(b, '}');
+}
+
 void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w)
 {
     const char *payload;
@@ -267,5 +296,7 @@ void hk_webhook_encode(struct hk_buf *b, const struct hk_webhook *w)
     PUT_LIT(b, "\",\"processingMode\":\"event-loop\"");
     if (w->ingress)
         encode_ingress(b, w);
+    if (w->delivery.state != HK_DLV_NONE)
+        encode_delivery(b, &w->delivery);
     hk_buf_putc(b, '}');
 }

@@ -50,7 +50,7 @@ const char *const hk_auth_result_names[HK_AUTHR__COUNT] = {
 const char *const hk_store_err_names[HK_SERR__COUNT] = {"busy", "unavailable", "timeout", "failed"};
 const char *const hk_store_op_names[HK_STORE_OPS] = {
     "insert", "get", "delete", "list", "token_put", "token_get", "token_list", "token_revoke",
-    "session_put", "session_get", "session_delete", "source_stats",
+    "session_put", "session_get", "session_delete", "source_stats", "claim", "settle", "redeliver", "purge",
 };
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;

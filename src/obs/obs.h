@@ -63,7 +63,7 @@ enum hk_store_err { HK_SERR_BUSY, HK_SERR_UNAVAILABLE, HK_SERR_TIMEOUT, HK_SERR_
 extern const char *const hk_store_err_names[HK_SERR__COUNT];
 /* Store operations, in the order of store.h's enum hk_op_kind: insert,
  * get, delete, list, then the credential ops. */
-#define HK_STORE_OPS 12
+#define HK_STORE_OPS 16
 extern const char *const hk_store_op_names[HK_STORE_OPS];
 
 /* hookd_auth_total{result}: how each check of a credential ended. */

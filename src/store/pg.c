@@ -4,9 +4,10 @@
  * ops dealt to them once per loop iteration as pipeline groups closed by a
  * Sync (group commit), results matched to ops in send order, the group
  * sent again when one of its statements failed it, and the timers for
- * deadlines, pings and reconnects; plus the ops table. Its parts call each
- * other in a loop, so they stay in one file. docs/store-pg.md has the
- * design and the measurements behind it; pg_open.c starts the store. */
+ * deadlines, pings and reconnects; plus the ops table, and the LISTEN
+ * connection behind `watch`. Its parts call each other in a loop, so they
+ * stay in one file. docs/store-pg.md has the design and the measurements
+ * behind it; pg_open.c starts the store. */
 #include "store/pg_int.h"
 
 #include <assert.h>
@@ -73,6 +74,13 @@ static bool is_read(enum hk_op_kind k)
 {
     return k == HK_OP_GET || k == HK_OP_LIST || k == HK_OP_TOKEN_GET || k == HK_OP_TOKEN_LIST ||
            k == HK_OP_SESSION_GET || k == HK_OP_SOURCE_STATS;
+}
+
+/* A feed's read: a LIST with `ascending`, answered with the snapshot after
+ * its rows. */
+static bool is_feed_read(const struct hk_store_op *op)
+{
+    return op->kind == HK_OP_LIST && op->list.ascending;
 }
 
 static void deliver_stats(struct hk_store_op *op, PGresult *res)
@@ -153,7 +161,11 @@ static void deliver_read(struct pg_loop *pl, struct hk_store_op *op, PGresult *r
             op->on_row(op, &row);
     }
     if (more) {
-        op->list.before = last;
+        /* The next batch goes on from the last row given, either way. */
+        if (q->ascending)
+            op->list.after = last;
+        else
+            op->list.before = last;
         pl->streams++;
     }
     op->more = more;
@@ -189,11 +201,46 @@ static void deliver_cred_write(struct hk_store_op *op, PGresult *res)
     op->on_done(op);
 }
 
+/* CLAIM's leased rows and REDELIVER's row, in order (borrowed from res). */
+static void deliver_rows(struct hk_store_op *op, PGresult *res)
+{
+    int n = hk_pq.PQntuples(res);
+    if (op->kind == HK_OP_REDELIVER && n == 0)
+        op->status = HK_ENOTFOUND;
+    for (int i = 0; i < n; i++) {
+        struct hk_webhook row;
+        if (!hk__pg_row_of(res, i, &row)) {
+            op->status = HK_ESTORE;
+            break;
+        }
+        if (op->on_row)
+            op->on_row(op, &row);
+    }
+    op->on_done(op);
+}
+
 /* A write whose group committed. */
 static void deliver_write(struct pg_loop *pl, struct hk_store_op *op, PGresult *res)
 {
     retire(pl, op);
-    if (op->kind != HK_OP_INSERT && op->kind != HK_OP_DELETE) {
+    switch (op->kind) {
+    case HK_OP_INSERT:
+    case HK_OP_DELETE:
+        break;
+    case HK_OP_CLAIM:
+    case HK_OP_REDELIVER:
+        deliver_rows(op, res);
+        return;
+    case HK_OP_SETTLE:
+        op->status = hk__pg_settle_of(res);
+        op->on_done(op);
+        return;
+    case HK_OP_PURGE:
+        if (!hk__pg_purge_of(res, op->purge))
+            op->status = HK_ESTORE;
+        op->on_done(op);
+        return;
+    default:
         deliver_cred_write(op, res);
         return;
     }
@@ -272,50 +319,66 @@ static void on_poll_closed(uv_handle_t *h)
     closed_one(pl);
 }
 
-static void poll_drop(struct pg_conn *c)
+/* A socket's poll handle (*pp) and what it watches (*events): shared by
+ * the pool's connections and the listen connection. */
+static void poll_release(struct pg_loop *pl, struct pg_poll **pp, int *events)
 {
-    struct pg_poll *p = c->poll;
+    struct pg_poll *p = *pp;
     if (!p)
         return;
     /* Stop first: the descriptor may be closed (or reused) right after. */
     uv_poll_stop(&p->h);
     p->c = NULL;
-    c->pl->closing++;
+    p->l = NULL;
+    pl->closing++;
     uv_close((uv_handle_t *)&p->h, on_poll_closed);
-    c->poll = NULL;
-    c->events = 0;
+    *pp = NULL;
+    *events = 0;
 }
 
-/* Watch the connection's socket for `events`. `fresh` makes a new handle:
- * while connecting, libpq may close the socket and open another, possibly
- * with the same number, which an existing epoll registration would miss. */
-static int watch(struct pg_conn *c, int events, bool fresh)
+/* Watch pc's socket for `events`. `fresh` makes a new handle: while
+ * connecting, libpq may close the socket and open another, possibly with
+ * the same number, which an existing epoll registration would miss. The
+ * handle points back at `c` or `l`, whichever is given. */
+static int poll_set(struct pg_loop *pl, struct pg_poll **pp, int *cur, PGconn *pc, int events, bool fresh,
+                    struct pg_conn *c, struct pg_listen *l, uv_poll_cb cb)
 {
     int rc = 0;
-    if (fresh || !c->poll) {
-        poll_drop(c);
-        int fd = hk_pq.PQsocket(c->pc);
+    if (fresh || !*pp) {
+        poll_release(pl, pp, cur);
+        int fd = hk_pq.PQsocket(pc);
         if (fd < 0)
             return UV_EBADF;
         struct pg_poll *p = calloc(1, sizeof *p);
         if (!p)
             abort();
-        p->pl = c->pl;
+        p->pl = pl;
         p->c = c;
+        p->l = l;
         p->h.data = p;
-        rc = uv_poll_init(c->pl->loop, &p->h, fd);
+        rc = uv_poll_init(pl->loop, &p->h, fd);
         if (rc < 0) {
             free(p);
             return rc;
         }
-        c->poll = p;
-        c->events = 0;
+        *pp = p;
+        *cur = 0;
     }
-    if (events != c->events) {
-        rc = uv_poll_start(&c->poll->h, events, on_poll);
-        c->events = events;
+    if (events != *cur) {
+        rc = uv_poll_start(&(*pp)->h, events, cb);
+        *cur = events;
     }
     return rc;
+}
+
+static void poll_drop(struct pg_conn *c)
+{
+    poll_release(c->pl, &c->poll, &c->events);
+}
+
+static int watch(struct pg_conn *c, int events, bool fresh)
+{
+    return poll_set(c->pl, &c->poll, &c->events, c->pc, events, fresh, c, NULL, on_poll);
 }
 
 static struct ent *ring_push(struct pg_conn *c, enum ent_kind kind, uint64_t deadline,
@@ -328,6 +391,7 @@ static struct ent *ring_push(struct pg_conn *c, enum ent_kind kind, uint64_t dea
     e->got = false;
     e->deadline = deadline;
     e->op = op;
+    e->res = NULL;
     if (kind == E_OP && c->nops++ == 0)
         atomic_fetch_add_explicit(&c->pl->st->busy, 1, memory_order_relaxed);
     if (kind == E_SYNC)
@@ -338,6 +402,7 @@ static struct ent *ring_push(struct pg_conn *c, enum ent_kind kind, uint64_t dea
 static void ring_pop(struct pg_conn *c)
 {
     assert(c->n > 0);
+    assert(!c->ring[c->head].res);
     if (c->ring[c->head].kind == E_OP && --c->nops == 0)
         atomic_fetch_sub_explicit(&c->pl->st->busy, 1, memory_order_relaxed);
     if (c->ring[c->head].kind == E_SYNC)
@@ -398,7 +463,10 @@ static void conn_fail(struct pg_conn *c, int head_status, const char *why)
     c->nheld = 0;
     for (unsigned i = 0; i < c->n; i++) {
         struct ent *e = &c->ring[(c->head + i) % PG_RING];
-        if (e->kind != E_OP || !e->op)
+        hk_pq.PQclear(e->res);
+        e->res = NULL;
+        /* A feed's read is held by one of its two entries at a time. */
+        if ((e->kind != E_OP && e->kind != E_HORIZON) || !e->op)
             continue;
         e->op->next = NULL;
         if (i == 0) {
@@ -637,6 +705,14 @@ static void op_result(struct pg_conn *c, struct ent *e, PGresult *res)
     e->op = NULL;
     assert(op);
     if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
+        if (is_feed_read(op)) {
+            /* Answered with the snapshot that follows (horizon_result). */
+            struct ent *h = &c->ring[(c->head + 1) % PG_RING];
+            assert(c->n > 1 && h->kind == E_HORIZON && !h->op && !h->res);
+            h->op = op;
+            h->res = res;
+            return;
+        }
         if (is_read(op->kind)) {
             deliver_read(pl, op, res);
             hk_pq.PQclear(res);
@@ -664,6 +740,41 @@ static void op_result(struct pg_conn *c, struct ent *e, PGresult *res)
                    hk_pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), sqlstate);
     hk_pq.PQclear(res);
     complete(pl, op, status);
+}
+
+/* The snapshot after a feed's read: the read is answered now, its rows
+ * with op->horizon filled. Nothing waits here when the read itself failed
+ * or was aborted (it has its answer, or goes out again). */
+static void horizon_result(struct pg_conn *c, struct ent *e, PGresult *res)
+{
+    struct pg_loop *pl = c->pl;
+    struct hk_store_op *op = e->op;
+    PGresult *rows = e->res;
+    e->op = NULL;
+    e->res = NULL;
+    if (!op) {
+        hk_pq.PQclear(res);
+        return;
+    }
+    ExecStatusType s = hk_pq.PQresultStatus(res);
+    if (s == PGRES_TUPLES_OK) {
+        if (hk__pg_horizon_of(res, &op->horizon)) {
+            deliver_read(pl, op, rows);
+        } else {
+            retire(pl, op);
+            op->status = HK_ESTORE;
+            op->on_done(op);
+        }
+    } else {
+        const char *sqlstate = NULL;
+        int status = hk__pg_map_error(c->pc, res, &sqlstate);
+        c->group_failed = true;
+        hk__pg_log(HK_LOG_WARN, "postgresql statement failed", pl->st,
+                   hk_pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), sqlstate);
+        complete(pl, op, status);
+    }
+    hk_pq.PQclear(rows);
+    hk_pq.PQclear(res);
 }
 
 /* Read every result that is complete. Returns -1 when the connection was
@@ -719,6 +830,9 @@ static int drain(struct pg_conn *c)
         case E_OP:
             op_result(c, e, res);
             break;
+        case E_HORIZON:
+            horizon_result(c, e, res);
+            break;
         case E_SETUP:
             if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
                 if (!c->group_failed)
@@ -728,7 +842,7 @@ static int drain(struct pg_conn *c)
             }
             hk_pq.PQclear(res);
             break;
-        default:   /* E_PING: an answer is all it wanted */
+        default:   /* E_PING, E_NOTIFY: an answer is all they wanted */
             hk_pq.PQclear(res);
             break;
         }
@@ -778,7 +892,14 @@ static int send_op(struct pg_conn *c, struct hk_store_op *op)
     if (dl > c->group_deadline)
         c->group_deadline = dl;
     c->dirty = true;
-    return hk__pg_send_op(c->pc, op);
+    if (hk__pg_send_op(c->pc, op) < 0)
+        return -1;
+    if (!is_feed_read(op))
+        return 0;
+    /* The snapshot right behind the read, in the same group: the op moves
+     * to this entry when its rows have come (op_result). */
+    ring_push(c, E_HORIZON, dl, NULL);
+    return hk__pg_send_horizon(c->pc);
 }
 
 static struct hk_store_op *unqueue(struct pg_loop *pl)
@@ -834,7 +955,46 @@ static uint8_t group_class(const struct hk_store_op *op)
     return op->be.pg.retries < 2 ? (uint8_t)op->be.pg.retries : 2;
 }
 
-/* Send what waits, in arrival order, and close each connection's group. */
+/* An announcement (pg_announce) as a group of its own, outside any
+ * insert's transaction, on the ready connection with the least in flight
+ * (an idle one first). With no connection ready it is dropped: watchers
+ * read on a timer as well. */
+static void send_announce(struct pg_loop *pl)
+{
+    struct pg_conn *best = NULL;
+    if (pl->nready == 0) {
+        pl->announce = false;
+        return;
+    }
+    for (unsigned i = 0; i < pl->nconns; i++) {
+        struct pg_conn *c = &pl->conns[i];
+        if (c->state != C_READY || c->dirty || c->n + 2 > PG_RING)
+            continue;
+        if (!best || (c->nsyncs == 0 && best->nsyncs > 0) ||
+            ((c->nsyncs == 0) == (best->nsyncs == 0) && c->nops < best->nops))
+            best = c;
+    }
+    if (!best)
+        return;   /* every ring full: stays due, next iteration */
+    pl->announce = false;
+    uint64_t now = uv_now(pl->loop), dl = now + pl->st->timeout_ms;
+    int ok = hk__pg_send_notify(best->pc, pl->st->token) == 0;
+    if (ok) {
+        ring_push(best, E_NOTIFY, dl, NULL);
+        ok = hk_pq.PQpipelineSync(best->pc);
+    }
+    if (ok) {
+        ring_push(best, E_SYNC, dl, NULL);
+        best->last_io = now;
+        ok = conn_flush(best) == 0;
+    }
+    if (!ok)
+        conn_fail(best, HK_EUNAVAIL, hk_pq.PQerrorMessage(best->pc));
+    tick_fast(pl);
+}
+
+/* Send what waits, in arrival order, and close each connection's group;
+ * then an announcement, if one is due. */
 static void flush_queue(struct pg_loop *pl)
 {
     struct pg_conn *c;
@@ -864,7 +1024,9 @@ static void flush_queue(struct pg_loop *pl)
         if (c->state == C_READY && c->dirty && close_group(c) < 0)
             conn_fail(c, HK_EUNAVAIL, hk_pq.PQerrorMessage(c->pc));
     }
-    if (pl->armed && (!pl->wait_head || !pick(pl))) {
+    if (pl->announce)
+        send_announce(pl);
+    if (pl->armed && (!pl->wait_head || !pick(pl)) && !pl->announce) {
         /* Re-armed when a connection frees room or becomes ready. */
         uv_prepare_stop(&pl->prep);
         uv_check_stop(&pl->check);
@@ -997,6 +1159,222 @@ static void health_update(struct pg_loop *pl, const char *why)
     }
 }
 
+/* ---- the listen connection (watch) ------------------------------------------ */
+
+static void on_listen_poll(uv_poll_t *h, int status, int events);
+static void on_listen_timer(uv_timer_t *t);
+
+static int listen_watch(struct pg_listen *l, int events, bool fresh)
+{
+    return poll_set(l->pl, &l->poll, &l->events, l->pc, events, fresh, NULL, l, on_listen_poll);
+}
+
+/* Close the listen connection and try again after the back-off (100 ms
+ * doubling to 5 s, as the pool's). */
+static void listen_fail(struct pg_listen *l, const char *why)
+{
+    struct pg_loop *pl = l->pl;
+    hk__pg_log(HK_LOG_DEBUG, "postgresql listen connection lost", pl->st, why ? why : "", NULL);
+    poll_release(pl, &l->poll, &l->events);
+    if (l->pc)
+        hk_pq.PQfinish(l->pc);
+    l->pc = NULL;
+    l->state = L_DOWN;
+    l->ping_out = false;
+    uv_timer_start(&l->timer, on_listen_timer, l->backoff_ms, 0);
+    l->backoff_ms = l->backoff_ms * 2 > PG_BACKOFF_MAX_MS ? PG_BACKOFF_MAX_MS : l->backoff_ms * 2;
+}
+
+static void listen_fail_pq(struct pg_listen *l)
+{
+    char why[256];
+    snprintf(why, sizeof why, "%s", hk_pq.PQerrorMessage(l->pc));
+    listen_fail(l, why);
+}
+
+static void listen_start(struct pg_listen *l)
+{
+    struct pg_loop *pl = l->pl;
+    assert(!l->pc && !l->poll);
+    l->pc = hk__pg_start_connect(pl->st->url);
+    l->state = L_CONNECTING;
+    l->deadline = uv_now(pl->loop) + PG_CONNECT_MS;
+    if (hk_pq.PQstatus(l->pc) == CONNECTION_BAD) {
+        listen_fail_pq(l);
+        return;
+    }
+    uv_timer_start(&l->timer, on_listen_timer, PG_CONNECT_MS, 0);
+    /* libpq's rule: act as if PQconnectPoll had said PGRES_POLLING_WRITING. */
+    if (listen_watch(l, UV_WRITABLE, true) < 0)
+        listen_fail(l, "cannot watch the connection's socket");
+}
+
+/* Send what libpq holds; watch for writability only while some is left. */
+static int listen_flush(struct pg_listen *l)
+{
+    int r = hk_pq.PQflush(l->pc);
+    if (r < 0)
+        return -1;
+    return listen_watch(l, UV_READABLE | (r > 0 ? UV_WRITABLE : 0), false) < 0 ? -1 : 0;
+}
+
+static void listen_connect_step(struct pg_listen *l)
+{
+    switch (hk_pq.PQconnectPoll(l->pc)) {
+    case PGRES_POLLING_OK:
+        if (hk_pq.PQsetnonblocking(l->pc, 1) != 0 || hk__pg_send_listen(l->pc) < 0 || listen_flush(l) < 0) {
+            listen_fail_pq(l);
+            return;
+        }
+        l->state = L_LISTENING;
+        return;
+    case PGRES_POLLING_READING:
+        if (listen_watch(l, UV_READABLE, true) < 0)
+            break;
+        return;
+    case PGRES_POLLING_WRITING:
+        if (listen_watch(l, UV_WRITABLE, true) < 0)
+            break;
+        return;
+    default:
+        break;
+    }
+    listen_fail_pq(l);
+}
+
+/* What came on a connected listen connection: the LISTEN's answer (then it
+ * is ready, and announcements may have been missed meanwhile: cb), a
+ * ping's, and notifications (cb once for all of them, none for this
+ * store's own). */
+static void listen_read(struct pg_listen *l)
+{
+    struct pg_loop *pl = l->pl;
+    bool wake = false, failed = false;
+    if (!hk_pq.PQconsumeInput(l->pc)) {
+        listen_fail_pq(l);
+        return;
+    }
+    l->last_io = uv_now(pl->loop);
+    while (!hk_pq.PQisBusy(l->pc)) {
+        PGresult *res = hk_pq.PQgetResult(l->pc);
+        if (!res)
+            break;
+        ExecStatusType s = hk_pq.PQresultStatus(res);
+        failed |= s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK;
+        if (l->state == L_LISTENING && !failed) {
+            l->state = L_READY;
+            l->backoff_ms = PG_BACKOFF_MIN_MS;
+            wake = true;
+            uv_timer_start(&l->timer, on_listen_timer, PG_PING_MS, PG_PING_MS);
+        } else if (l->state == L_READY) {
+            l->ping_out = false;
+        }
+        hk_pq.PQclear(res);
+    }
+    if (failed) {
+        listen_fail(l, "LISTEN failed");
+        return;
+    }
+    PGnotify *n;
+    while ((n = hk_pq.PQnotifies(l->pc))) {
+        wake |= !n->extra || strcmp(n->extra, pl->st->token) != 0;
+        hk_pq.PQfreemem(n);
+    }
+    if (hk_pq.PQstatus(l->pc) == CONNECTION_BAD) {
+        listen_fail_pq(l);
+        return;
+    }
+    if (wake)
+        l->cb(l->ud);   /* last: the callback may do anything a loop callback may */
+}
+
+static void on_listen_poll(uv_poll_t *h, int status, int events)
+{
+    struct pg_poll *p = h->data;
+    struct pg_listen *l = p->l;
+    if (!l)
+        return;
+    if (status < 0) {
+        listen_fail(l, uv_strerror(status));
+        return;
+    }
+    if (l->state == L_CONNECTING) {
+        listen_connect_step(l);
+        return;
+    }
+    if ((events & UV_WRITABLE) && listen_flush(l) < 0) {
+        listen_fail_pq(l);
+        return;
+    }
+    if (events & UV_READABLE)
+        listen_read(l);
+}
+
+/* Reconnects after the back-off; gives up on a connect or a LISTEN that
+ * takes too long; pings an idle ready connection (a server gone without a
+ * word shows as a ping without answer). */
+static void on_listen_timer(uv_timer_t *t)
+{
+    struct pg_listen *l = t->data;
+    struct pg_loop *pl = l->pl;
+    uint64_t now = uv_now(pl->loop);
+    switch (l->state) {
+    case L_DOWN:
+        listen_start(l);
+        return;
+    case L_CONNECTING:
+    case L_LISTENING:
+        listen_fail(l, "timed out connecting");
+        return;
+    case L_READY:
+        if (l->ping_out) {
+            if (now >= l->deadline)
+                listen_fail(l, "ping timed out");
+            return;
+        }
+        if (now - l->last_io < PG_PING_MS)
+            return;
+        if (!hk_pq.PQsendQueryParams(l->pc, "SELECT 1", 0, NULL, NULL, NULL, NULL, 0) || listen_flush(l) < 0) {
+            listen_fail_pq(l);
+            return;
+        }
+        l->ping_out = true;
+        l->deadline = now + pl->st->timeout_ms;
+        l->last_io = now;
+        return;
+    default:
+        return;
+    }
+}
+
+static int pg_watch(struct hk_store_loop *base, void (*cb)(void *ud), void *ud)
+{
+    struct pg_loop *pl = (struct pg_loop *)base;
+    struct pg_listen *l = &pl->listen;
+    if (!cb || l->state != L_OFF || pl->detached)
+        return HK_EINVAL;   /* one watcher per loop */
+    l->pl = pl;
+    l->cb = cb;
+    l->ud = ud;
+    l->backoff_ms = PG_BACKOFF_MIN_MS;
+    uv_timer_init(pl->loop, &l->timer);
+    l->timer.data = l;
+    l->state = L_DOWN;
+    listen_start(l);
+    return 0;
+}
+
+/* Told to the watchers of the other processes on this schema, from the
+ * loop's next iteration (flush_queue): several in one iteration are one. */
+static void pg_announce(struct hk_store_loop *base)
+{
+    struct pg_loop *pl = (struct pg_loop *)base;
+    if (pl->detached || pl->nready == 0)
+        return;
+    pl->announce = true;
+    arm(pl);
+}
+
 /* ---- the ops table -------------------------------------------------------- */
 
 static void enqueue(struct pg_loop *pl, struct hk_store_op *op)
@@ -1032,11 +1410,29 @@ static int pg_submit(struct hk_store_loop *base, struct hk_store_op *op)
         }
         /* When the request was accepted, as with SQLite. */
         op->row.received_us = hk_wall_us();
+        /* What the row's delivery will read as: pending and due now, or
+         * none (store.h); on_row gets it so. */
+        op->row.delivery = (struct hk_delivery){
+            .state = op->row.delivery.state == HK_DLV_PENDING ? HK_DLV_PENDING : HK_DLV_NONE};
+        if (op->row.delivery.state == HK_DLV_PENDING)
+            op->row.delivery.next_us = op->row.received_us;
+        break;
+    case HK_OP_LIST:
+        op->horizon = (struct hk_feed_horizon){0};
         break;
     case HK_OP_GET:
     case HK_OP_DELETE:
-    case HK_OP_LIST:
     case HK_OP_SOURCE_STATS:
+        break;
+    case HK_OP_CLAIM:
+    case HK_OP_SETTLE:
+    case HK_OP_REDELIVER:
+    case HK_OP_PURGE:
+        /* Leases, due times and settle times are the submitting process's
+         * wall clock, as the rows' received_us. */
+        op->now_us = hk_wall_us();
+        if (op->kind == HK_OP_PURGE && op->purge)
+            op->purge->deleted = op->purge->store_bytes = 0;
         break;
     case HK_OP_TOKEN_PUT:
     case HK_OP_TOKEN_GET:
@@ -1112,11 +1508,29 @@ static void loop_teardown(struct pg_loop *pl)
         for (unsigned k = 0; k < c->nheld; k++)
             hk_pq.PQclear(c->held[k].res);
         c->nheld = 0;
+        for (unsigned k = 0; k < c->n; k++) {
+            struct ent *e = &c->ring[(c->head + k) % PG_RING];
+            hk_pq.PQclear(e->res);
+            e->res = NULL;
+        }
+        c->n = 0;
         c->state = C_DOWN;
         pl->closing++;
         c->retry.data = pl;
         uv_close((uv_handle_t *)&c->retry, on_handle_closed);
     }
+    if (pl->listen.state != L_OFF) {
+        struct pg_listen *l = &pl->listen;
+        poll_release(pl, &l->poll, &l->events);
+        if (l->pc)
+            hk_pq.PQfinish(l->pc);
+        l->pc = NULL;
+        l->state = L_OFF;
+        pl->closing++;
+        l->timer.data = pl;
+        uv_close((uv_handle_t *)&l->timer, on_handle_closed);
+    }
+    pl->announce = false;
     atomic_fetch_sub_explicit(&pl->st->ready, (long)pl->nready, memory_order_relaxed);
     pl->nready = 0;
     pl->closing += 3;
@@ -1259,4 +1673,6 @@ const struct hk_store_vt hk__pg_vt = {
     .health = pg_health,
     .close = pg_close,
     .stats = pg_stats,
+    .watch = pg_watch,
+    .announce = pg_announce,
 };

@@ -5,9 +5,11 @@
  *
  * Ownership: hk_pg_open allocates the pg_store and owns it until close();
  * the pre_conns it starts belong to st->pre (under pre_lock) until a loop
- * takes one over. Each pg_loop, and the pg_conns and handles in it, belongs
- * to the thread of the loop that attached it; only the atomics of pg_store
- * are touched from several threads. */
+ * takes one over. Each pg_loop, and the pg_conns, the listen connection
+ * and the handles in it, belongs to the thread of the loop that attached
+ * it; only the atomics of pg_store are touched from several threads. A
+ * feed read's rows (PGresult) belong to its E_HORIZON ring entry until the
+ * snapshot after them arrives. */
 #ifndef HK_PG_INT_H
 #define HK_PG_INT_H
 
@@ -26,6 +28,11 @@
 #define PG_PIPELINE_MAX 64         /* ops in flight on one connection */
 #define PG_RING (2 * PG_PIPELINE_MAX + 24)
 #define PG_CONNECT_MS 10000        /* one connection attempt, setup included */
+#define PG_CLAIM_MAX 1000          /* rows per CLAIM, at most (store.h) */
+/* Source names in one text[] parameter (CLAIM's FIFO sources, PURGE's
+ * exceptions), at most, and their bytes: far above any sources file. */
+#define PG_NAMES_MAX 100000
+#define PG_NAMES_BYTES_MAX (64u << 20)
 
 /* ---- the store and its start-up connections (pg_open.c) ---------------- */
 
@@ -54,6 +61,7 @@ struct pg_store {
     atomic_long ready;             /* connections usable */
     atomic_long busy;              /* connections with ops in flight */
     atomic_long waiting;           /* ops waiting for a connection */
+    char token[20];                /* names this store's announcements (hex), so its watchers skip them */
     pthread_mutex_t pre_lock;      /* guards pre: loops attach on their own threads */
     struct pre_conn *pre;
     unsigned npre;
@@ -64,14 +72,17 @@ struct pg_store {
 struct pg_loop;
 
 enum conn_state { C_DOWN, C_CONNECTING, C_SETUP, C_READY };
-/* What the connection waits for, in send order. */
-enum ent_kind { E_OP, E_SYNC, E_SETUP, E_PING };
+/* What the connection waits for, in send order. A feed's read (a LIST
+ * with `ascending`) is two: its rows (E_OP), then the snapshot after them
+ * (E_HORIZON), which holds the op and the rows once they came. */
+enum ent_kind { E_OP, E_SYNC, E_SETUP, E_PING, E_HORIZON, E_NOTIFY };
 
 struct ent {
     uint8_t kind;
     bool got;                      /* its result came; the NULL that ends it has not */
     uint64_t deadline;             /* loop time (ms) */
-    struct hk_store_op *op;        /* E_OP until the op is completed or held */
+    struct hk_store_op *op;        /* E_OP until the op is completed, held or handed to its E_HORIZON */
+    PGresult *res;                 /* E_HORIZON: the read's rows, owned here until delivered */
 };
 
 /* An op of the oldest open group whose result came, waiting for the
@@ -87,6 +98,7 @@ struct pg_poll {
     uv_poll_t h;
     struct pg_loop *pl;
     struct pg_conn *c;             /* NULL once dropped */
+    struct pg_listen *l;           /* a listen connection's, instead of c */
 };
 
 struct pg_conn {
@@ -117,6 +129,25 @@ struct pg_conn {
     uv_timer_t retry;
 };
 
+/* The connection a loop's `watch` LISTENs on: outside the pool, not in
+ * pipeline mode, its own back-off and ping. */
+enum listen_state { L_OFF, L_DOWN, L_CONNECTING, L_LISTENING, L_READY };
+
+struct pg_listen {
+    struct pg_loop *pl;
+    enum listen_state state;
+    PGconn *pc;
+    struct pg_poll *poll;
+    int events;
+    uv_timer_t timer;              /* reconnect back-off, connect deadline, pings */
+    unsigned backoff_ms;
+    uint64_t deadline;             /* loop time (ms) the step under way must end by */
+    bool ping_out;                 /* a ping's answer is awaited */
+    uint64_t last_io;
+    void (*cb)(void *ud);
+    void *ud;
+};
+
 struct pg_loop {
     struct hk_store_loop base;     /* first: the API casts between the two */
     struct pg_store *st;
@@ -135,6 +166,8 @@ struct pg_loop {
     uint64_t next_ping;
     unsigned closing;              /* handles whose close callback is due */
     bool armed;
+    bool announce;                 /* an announcement waits for a connection (flush_queue sends it) */
+    struct pg_listen listen;       /* state L_OFF until watch() */
     bool up;                       /* for the one-line-per-spell log */
     bool counted_down;
     bool detached;
@@ -158,6 +191,12 @@ int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op);
 
 /* Send the ping statement. 0 or -1. */
 int hk__pg_send_ping(PGconn *pc);
+/* Send the feed's snapshot statement (after an ascending LIST's). 0 or -1. */
+int hk__pg_send_horizon(PGconn *pc);
+/* Send the NOTIFY of this schema's channel, `token` its payload. 0 or -1. */
+int hk__pg_send_notify(PGconn *pc, const char *token);
+/* Send LISTEN on this schema's channel (not in pipeline mode). 0 or -1. */
+int hk__pg_send_listen(PGconn *pc);
 
 /* Would the server take every parameter of `op`? */
 bool hk__pg_params_ok(const struct hk_store_op *op);
@@ -165,7 +204,7 @@ bool hk__pg_params_ok(const struct hk_store_op *op);
 /* Columns of a webhook row (pg_sql.c COLS); an INSERT that returns the row
  * adds one, column PG_NCOLS: whether it inserted the row (false: it was
  * stored already). */
-#define PG_NCOLS 12
+#define PG_NCOLS 18
 
 /* Does the op's INSERT return the whole row (an idempotency key, or an
  * ingress row), or its id only? */
@@ -177,6 +216,14 @@ bool hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row);
 /* ins_hook's answer: the stored row's id and time, and whether this
  * statement inserted it (false: the delivery was stored before). */
 bool hk__pg_hook_of(const PGresult *res, int64_t *id, int64_t *received_us, bool *inserted);
+/* The snapshot statement's answer into *h (valid set). False when it does
+ * not read as one. */
+bool hk__pg_horizon_of(const PGresult *res, struct hk_feed_horizon *h);
+/* SETTLE's answer: 0, HK_ECONFLICT, HK_ENOTFOUND, or HK_ESTORE when it does
+ * not read as one. */
+int hk__pg_settle_of(const PGresult *res);
+/* PURGE's answer into pg->deleted and pg->store_bytes. */
+bool hk__pg_purge_of(const PGresult *res, struct hk_purge_op *pg);
 /* Row i of the stats statement's (binary) result; the name borrowed from
  * `res`. False when it does not read as one (the caller answers HK_ESTORE). */
 bool hk__pg_stats_of(const PGresult *res, int i, struct hk_source_stats *out);

@@ -7,10 +7,13 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/clock.h"
@@ -388,6 +391,11 @@ static struct pg_store *store_new(const struct hk_pg_config *cfg)
     atomic_init(&st->ready, 0);
     atomic_init(&st->busy, 0);
     atomic_init(&st->waiting, 0);
+    /* Names this store's announcements: its own watchers skip them. */
+    uint64_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = (uint64_t)hk_wall_us() ^ ((uint64_t)getpid() << 40);
+    snprintf(st->token, sizeof st->token, "%016" PRIx64, r);
     pthread_mutex_init(&st->pre_lock, NULL);
     /* One per loop: see pg_loop_attach (pg.c). */
     st->npre = cfg->loops > 0 ? cfg->loops : 1;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
  * What the PostgreSQL store says to the server and how it reads the answers:
  * the schema migrations, the prepared statements and their parameters, the
- * session setup, row decoding, and SQLSTATEs mapped to the store's codes.
+ * session setup, row decoding, and SQLSTATEs mapped to the store's codes;
+ * also the outbox's statements (claim, settle, redeliver), retention's
+ * purge, the live feed's snapshot and the LISTEN/NOTIFY channel.
  * Webhook rows travel as binary results (bodies byte-exact, no hex), the
  * credentials' as text. */
 #include "store/pg_int.h"
@@ -16,9 +18,11 @@
 #include "store/cred_int.h"
 #include "store/row_int.h"
 
+#define OID_BOOL 16
 #define OID_BYTEA 17
 #define OID_INT8 20
 #define OID_TEXT 25
+#define OID_TEXT_ARRAY 1009
 #define OID_TIMESTAMPTZ 1184
 /* timestamptz's binary form: int8 microseconds since 2000-01-01 UTC, with
  * -infinity and infinity at the ends of int8. */
@@ -81,6 +85,23 @@ const char *const hk__pg_migrations[] = {
     "  END;"
     " END IF;"
     " END $$;",
+    /* 4: forwarding (docs/forwarding.md). The outbox is the row: dstate 0
+     * none, 1 pending, 2 delivered, 3 failed; the times are unix
+     * microseconds. Constant defaults and nullable columns change only the
+     * catalog (PostgreSQL 11 and later): no table rewrite. The partial
+     * indexes hold pending or failed rows only, so none of them grows with
+     * the delivered history: claims walk the due rows (webhooks_due), a
+     * FIFO source finds its oldest pending row (webhooks_pending_source,
+     * also the pending filter of a list by source), and the failed filter
+     * walks its rows by id (webhooks_failed). Building them scans the table
+     * once, under a lock that holds writes back meanwhile. */
+    "ALTER TABLE webhooks ADD COLUMN dstate smallint NOT NULL DEFAULT 0,"
+    " ADD COLUMN dattempts integer NOT NULL DEFAULT 0, ADD COLUMN dnext_us bigint,"
+    " ADD COLUMN dlast_status integer, ADD COLUMN dlast_error text, ADD COLUMN dupdated_us bigint,"
+    " ADD COLUMN dlease_owner bigint, ADD COLUMN dlease_us bigint;"
+    "CREATE INDEX webhooks_due ON webhooks(dnext_us, id) WHERE dstate = 1;"
+    "CREATE INDEX webhooks_pending_source ON webhooks(source, id) WHERE dstate = 1;"
+    "CREATE INDEX webhooks_failed ON webhooks(id) WHERE dstate = 3;",
 };
 const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg_migrations[0]);
 
@@ -89,12 +110,13 @@ const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg
 #define US_OF_AT "(extract(epoch FROM received_at) * 1000000)::int8"
 #define AT_OF_US(p) "(timestamptz 'epoch' + " p " * interval '1 microsecond')"
 /* A webhook row, PG_NCOLS columns, read by hk__pg_row_of; the envelope's
- * columns first, then the ingress ones (NULL body: an envelope row). The
+ * columns first, then the ingress ones (NULL body: an envelope row), then
+ * the delivery's (not the lease: nobody outside the store reads it). The
  * statements that return it ask for binary results: the body and digest
  * come as their bytes (no hex to decode), ids and times as 8 bytes. */
 #define COLS \
     "id, source, event_type, payload, " US_OF_AT ", body, content_type, delivery_id, body_sha256," \
-    " headers, verified, client_addr"
+    " headers, verified, client_addr, dstate, dattempts, dlast_status, dlast_error, dnext_us, dupdated_us"
 
 /* The credentials' times may be far off (a token that expires in 9999):
  * int8 * interval goes through float8, exact only below 2^53 us (2255), so
@@ -112,13 +134,15 @@ const int hk__pg_schema_version = (int)(sizeof hk__pg_migrations / sizeof hk__pg
     "encode(hash, 'hex'), subject, scopes, encode(csrf_hash, 'hex'), " US_OF("expires_at")
 
 enum stmt_id {
-    S_INS, S_INS_IDEM, S_INS_HOOK, S_GET, S_DEL, S_LIST0, S_PING = S_LIST0 + 8,
+    S_INS, S_INS_IDEM, S_INS_HOOK, S_GET, S_DEL,
+    S_LIST0, S_LFAIL0 = S_LIST0 + 8, S_LPEND0 = S_LFAIL0 + 4, S_LASC0 = S_LPEND0 + 4, S_PING = S_LASC0 + 8,
     S_TOK_PUT, S_TOK_GET, S_TOK_LIST, S_TOK_REVOKE, S_SES_PUT, S_SES_GET, S_SES_DEL,
     S_STATS,
+    S_CLAIM, S_SETTLE, S_REDELIVER, S_PURGE_ALL, S_PURGE_SRC, S_HORIZON, S_NOTIFY,
     S_COUNT
 };
 
-#define MAX_PARAMS 10
+#define MAX_PARAMS 14
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -137,11 +161,78 @@ enum stmt_id {
  * and sorting it. The cast to int hides the range from that guess (an
  * expression without statistics compared with <>: 99.5%), so every
  * statement keeps the plan it has without bounds (test_pg.c compares
- * them); ids follow receipt, so the walk by id is the right one. */
+ * them); ids follow receipt, so the walk by id is the right one.
+ *
+ * $8 is the delivery filter (a state, or -1: any), $9 the feed's lower
+ * bound (ascending only). Most rows are NONE or DELIVERED: for those the
+ * walk by id is right too, so the filter hides behind the same cast and
+ * the eight statements keep their plans. PENDING and FAILED rows are few
+ * and have partial indexes: without a delivery id, those two filters get
+ * statements of their own (lfail0-3, lpend0-3, bits 0-1) with the state
+ * written in, which the planner matches to webhooks_failed (walked by id)
+ * or webhooks_pending_source / webhooks_due. The feed's reads (lasc0-7)
+ * walk by id upwards from $9, where it left off: recent rows, a short
+ * walk whatever the filter. 24 statements rather than one per filter,
+ * state and order (80). */
 #define LIST_TIME "(received_at > $6 AND received_at < $7)::int <> 0 AND "
-#define LIST_STMT(name, where)                                                                                  \
-    {name, "SELECT " COLS " FROM webhooks WHERE " where LIST_TIME "id < $3 ORDER BY id DESC LIMIT $4", 7, \
-     {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8, OID_TEXT, OID_TIMESTAMPTZ, OID_TIMESTAMPTZ}, 1}
+#define LIST_DLV "(dstate = $8 OR $8 < 0)::int <> 0 AND "
+#define LIST_TYPES \
+    {OID_TEXT, OID_TEXT, OID_INT8, OID_INT8, OID_TEXT, OID_TIMESTAMPTZ, OID_TIMESTAMPTZ, OID_INT8, OID_INT8}
+#define LIST_STMT(name, where)                                                                                \
+    {name, "SELECT " COLS " FROM webhooks WHERE " where LIST_TIME LIST_DLV "id < $3 ORDER BY id DESC LIMIT $4", \
+     9, LIST_TYPES, 1}
+#define LIST_STATE_STMT(name, where, state)                                                                  \
+    {name, "SELECT " COLS " FROM webhooks WHERE " where "dstate = " state " AND " LIST_TIME                  \
+     "id < $3 ORDER BY id DESC LIMIT $4", 9, LIST_TYPES, 1}
+#define LIST_ASC_STMT(name, where)                                                                            \
+    {name, "SELECT " COLS " FROM webhooks WHERE " where LIST_TIME LIST_DLV                                   \
+     "id > $9 AND id < $3 ORDER BY id LIMIT $4", 9, LIST_TYPES, 1}
+#define LIST_WHERE0 ""
+#define LIST_WHERE1 "source = $1 AND "
+#define LIST_WHERE2 "event_type = $2 AND "
+#define LIST_WHERE3 "source = $1 AND event_type = $2 AND "
+#define LIST_WHERE4 "delivery_id = $5 AND "
+#define LIST_WHERE5 "source = $1 AND delivery_id = $5 AND "
+#define LIST_WHERE6 "event_type = $2 AND delivery_id = $5 AND "
+#define LIST_WHERE7 "source = $1 AND event_type = $2 AND delivery_id = $5 AND "
+
+/* The channel other processes on the same schema hear (LISTEN/NOTIFY are
+ * per database; test servers and tenants share one in schemas of their
+ * own): computed by the server from current_schema() on both sides, so no
+ * round trip learns it, and hashed to stay a short identifier. */
+#define CHANNEL "('hookd_' || left(md5(current_schema()), 16))"
+
+/* Retention's batch (store.h PURGE), one statement. The rows in scope ($6:
+ * a source, or every source but an array of them) that may go (not a
+ * pending one with $4) are walked by id, oldest first, and only as far as
+ * the $5-th of them (a window of one batch, found by the same walk): the
+ * bounds then pick among these, so a batch never reads more than its size
+ * however few rows qualify (ids follow receipt: what an age or a row cap
+ * selects is the oldest ones). $1 received before (binary timestamptz,
+ * -infinity: none), $2 keep the newest $2 of the scope, pending rows
+ * counted (0: no cap; the id of the $2-th newest comes from one backward
+ * index walk, once per batch), $3 any row
+ * (a size cap's step). The ids are locked (SKIP LOCKED: not waiting for a
+ * settle or a claim; a row skipped goes next time) and then deleted by the
+ * primary key, = ANY of an array so no plan can turn to a join that reads
+ * the table. A source's window sorts by id + 0 so that the walk takes its
+ * (source, id) index rather than the primary key (a filter on source). The
+ * size is read in the same statement: PostgreSQL returns a deleted row's
+ * space for reuse by later rows (VACUUM), not to the file system. */
+#define PURGE_STMT(name, scope, keep_scope, order, scope_type)                                                \
+    {name,                                                                                                   \
+     "WITH d AS (DELETE FROM webhooks WHERE id = ANY (ARRAY(SELECT id FROM webhooks WHERE " scope            \
+     " AND NOT ($4 AND dstate = 1) AND id <= coalesce((SELECT id FROM webhooks WHERE " scope                 \
+     " AND NOT ($4 AND dstate = 1) ORDER BY id OFFSET $5 - 1 LIMIT 1), 9223372036854775807)"                 \
+     " AND (received_at < $1 OR $3 OR ($2 > 0 AND id < (SELECT id FROM webhooks " keep_scope                 \
+     " ORDER BY id DESC OFFSET greatest($2 - 1, 0) LIMIT 1)))"                                                \
+     " ORDER BY " order " LIMIT $5 FOR UPDATE SKIP LOCKED)) RETURNING 1)"                                     \
+     " SELECT count(*), pg_total_relation_size('webhooks') FROM d",                                           \
+     6, {OID_TIMESTAMPTZ, OID_INT8, OID_BOOL, OID_BOOL, OID_INT8, scope_type}, 1}
+
+/* The delivery columns an INSERT writes, and their parameters' types. */
+#define DLV_INS_COLS "dstate, dnext_us, dlease_owner, dlease_us"
+#define DLV_INS_TYPES OID_INT8, OID_INT8, OID_INT8, OID_INT8
 
 /* Prepared once per connection. Every statement declares its parameter
  * types, so the list variants may leave some parameters unused. `binary`:
@@ -153,21 +244,25 @@ static const struct {
     Oid types[MAX_PARAMS];
     int binary;
 } stmts[S_COUNT] = {
+    /* Every insert also writes the delivery columns ($n: dstate, dnext_us,
+     * dlease_owner, dlease_us; 0 and three NULLs when not forwarded), in
+     * the same statement: the outbox entry commits with the row. */
     [S_INS] = {"ins",
-               "INSERT INTO webhooks(source, event_type, payload, received_at)"
-               " VALUES($1, $2, $3, " AT_OF_US("$4") ") RETURNING id",
-               4, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8}, 1},
+               "INSERT INTO webhooks(source, event_type, payload, received_at, " DLV_INS_COLS ")"
+               " VALUES($1, $2, $3, " AT_OF_US("$4") ", $5, $6, $7, $8) RETURNING id",
+               8, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, DLV_INS_TYPES}, 1},
     /* DO UPDATE rather than DO NOTHING: it waits for a concurrent insert of
      * the same key and then returns that row, where DO NOTHING returns no row
      * and a follow-up SELECT in the same statement cannot see it (snapshot).
-     * xmax is 0 only on a row this statement inserted. */
+     * xmax is 0 only on a row this statement inserted. A replay changes
+     * nothing else, its delivery columns included. */
     [S_INS_IDEM] = {"ins_idem",
-                    "INSERT INTO webhooks(source, event_type, payload, received_at, idem_key)"
-                    " VALUES($1, $2, $3, " AT_OF_US("$4") ", $5)"
+                    "INSERT INTO webhooks(source, event_type, payload, received_at, idem_key, " DLV_INS_COLS ")"
+                    " VALUES($1, $2, $3, " AT_OF_US("$4") ", $5, $6, $7, $8, $9)"
                     " ON CONFLICT (source, idem_key) WHERE idem_key IS NOT NULL"
                     " DO UPDATE SET idem_key = EXCLUDED.idem_key"
                     " RETURNING " COLS ", xmax = 0",
-                    5, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_TEXT}, 1},
+                    9, {OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_TEXT, DLV_INS_TYPES}, 1},
     /* An ingress row (the payload stays NULL: the body is the payload),
      * deduplicated on (source, delivery_id) as ins_idem is on its key: a
      * delivery stored already comes back instead, after waiting for a
@@ -175,26 +270,42 @@ static const struct {
      * delivery id never conflicts. */
     [S_INS_HOOK] = {"ins_hook",
                     "INSERT INTO webhooks(source, event_type, received_at, body, content_type,"
-                    " delivery_id, body_sha256, headers, verified, client_addr)"
-                    " VALUES($1, $2, " AT_OF_US("$3") ", $4, $5, $6, $7, $8, $9, $10)"
+                    " delivery_id, body_sha256, headers, verified, client_addr, " DLV_INS_COLS ")"
+                    " VALUES($1, $2, " AT_OF_US("$3") ", $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
                     " ON CONFLICT (source, delivery_id) WHERE delivery_id IS NOT NULL"
                     " DO UPDATE SET delivery_id = EXCLUDED.delivery_id"
                     /* The id and time only: the caller knows the rest, and
                      * sending the body back cost PostgreSQL a tenth of its
                      * throughput on 2 KB deliveries. */
                     " RETURNING id, " US_OF_AT ", xmax = 0",
-                    10, {OID_TEXT, OID_TEXT, OID_INT8, OID_BYTEA, OID_TEXT, OID_TEXT, OID_BYTEA, OID_TEXT,
-                         OID_TEXT, OID_TEXT}, 1},
+                    14, {OID_TEXT, OID_TEXT, OID_INT8, OID_BYTEA, OID_TEXT, OID_TEXT, OID_BYTEA, OID_TEXT,
+                         OID_TEXT, OID_TEXT, DLV_INS_TYPES}, 1},
     [S_GET] = {"get", "SELECT " COLS " FROM webhooks WHERE id = $1", 1, {OID_INT8}, 1},
     [S_DEL] = {"del", "DELETE FROM webhooks WHERE id = $1", 1, {OID_INT8}, 0},
-    [S_LIST0] = LIST_STMT("list0", ""),
-    [S_LIST0 + 1] = LIST_STMT("list1", "source = $1 AND "),
-    [S_LIST0 + 2] = LIST_STMT("list2", "event_type = $2 AND "),
-    [S_LIST0 + 3] = LIST_STMT("list3", "source = $1 AND event_type = $2 AND "),
-    [S_LIST0 + 4] = LIST_STMT("list4", "delivery_id = $5 AND "),
-    [S_LIST0 + 5] = LIST_STMT("list5", "source = $1 AND delivery_id = $5 AND "),
-    [S_LIST0 + 6] = LIST_STMT("list6", "event_type = $2 AND delivery_id = $5 AND "),
-    [S_LIST0 + 7] = LIST_STMT("list7", "source = $1 AND event_type = $2 AND delivery_id = $5 AND "),
+    [S_LIST0 + 0] = LIST_STMT("list0", LIST_WHERE0),
+    [S_LIST0 + 1] = LIST_STMT("list1", LIST_WHERE1),
+    [S_LIST0 + 2] = LIST_STMT("list2", LIST_WHERE2),
+    [S_LIST0 + 3] = LIST_STMT("list3", LIST_WHERE3),
+    [S_LIST0 + 4] = LIST_STMT("list4", LIST_WHERE4),
+    [S_LIST0 + 5] = LIST_STMT("list5", LIST_WHERE5),
+    [S_LIST0 + 6] = LIST_STMT("list6", LIST_WHERE6),
+    [S_LIST0 + 7] = LIST_STMT("list7", LIST_WHERE7),
+    [S_LFAIL0 + 0] = LIST_STATE_STMT("lfail0", LIST_WHERE0, "3"),
+    [S_LFAIL0 + 1] = LIST_STATE_STMT("lfail1", LIST_WHERE1, "3"),
+    [S_LFAIL0 + 2] = LIST_STATE_STMT("lfail2", LIST_WHERE2, "3"),
+    [S_LFAIL0 + 3] = LIST_STATE_STMT("lfail3", LIST_WHERE3, "3"),
+    [S_LPEND0 + 0] = LIST_STATE_STMT("lpend0", LIST_WHERE0, "1"),
+    [S_LPEND0 + 1] = LIST_STATE_STMT("lpend1", LIST_WHERE1, "1"),
+    [S_LPEND0 + 2] = LIST_STATE_STMT("lpend2", LIST_WHERE2, "1"),
+    [S_LPEND0 + 3] = LIST_STATE_STMT("lpend3", LIST_WHERE3, "1"),
+    [S_LASC0 + 0] = LIST_ASC_STMT("lasc0", LIST_WHERE0),
+    [S_LASC0 + 1] = LIST_ASC_STMT("lasc1", LIST_WHERE1),
+    [S_LASC0 + 2] = LIST_ASC_STMT("lasc2", LIST_WHERE2),
+    [S_LASC0 + 3] = LIST_ASC_STMT("lasc3", LIST_WHERE3),
+    [S_LASC0 + 4] = LIST_ASC_STMT("lasc4", LIST_WHERE4),
+    [S_LASC0 + 5] = LIST_ASC_STMT("lasc5", LIST_WHERE5),
+    [S_LASC0 + 6] = LIST_ASC_STMT("lasc6", LIST_WHERE6),
+    [S_LASC0 + 7] = LIST_ASC_STMT("lasc7", LIST_WHERE7),
     [S_PING] = {"ping", "SELECT 1", 0, {0}, 0},
     /* ON CONFLICT DO NOTHING: a name or hash stored already is "0 rows"
      * (HK_ECONFLICT), not an error that would fail the whole group. */
@@ -244,6 +355,70 @@ static const struct {
                  " ORDER BY source COLLATE \"C\" LIMIT " STR(HK_STORE_STATS_MAX) ") AS s"
                  " JOIN webhooks AS w ON w.id = s.m ORDER BY s.source COLLATE \"C\"",
                  0, {0}, 1},
+    /* CLAIM (store.h): $1 owner, $2 the lease's end, $3 now, $4 the limit,
+     * $5 the FIFO sources (text[], empty when none). The due rows without a
+     * live lease, by due time, from webhooks_due; a FIFO source's row only
+     * when it is the source's oldest pending one (webhooks_pending_source,
+     * looked at only for the sources in $5: with none, the plan is the due
+     * index walk and a filter). SKIP LOCKED: claimers on other loops or
+     * replicas take disjoint rows and never wait for each other. The rows
+     * come back as they were before the lease (the lease is not in COLS),
+     * sorted here: RETURNING keeps no order. */
+    [S_CLAIM] = {"claim",
+                 "WITH c AS (UPDATE webhooks AS w SET dlease_owner = $1, dlease_us = $2"
+                 " FROM (SELECT id FROM webhooks WHERE dstate = 1 AND dnext_us <= $3"
+                 " AND (dlease_us IS NULL OR dlease_us < $3)"
+                 " AND (source <> ALL ($5) OR id = (SELECT min(f.id) FROM webhooks AS f"
+                 " WHERE f.source = webhooks.source AND f.dstate = 1))"
+                 " ORDER BY dnext_us, id LIMIT $4 FOR UPDATE SKIP LOCKED) AS s"
+                 " WHERE w.id = s.id RETURNING w.*)"
+                 " SELECT " COLS " FROM c ORDER BY dnext_us, id",
+                 5, {OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_TEXT_ARRAY}, 1},
+    /* SETTLE (store.h): $1 id, $2 owner, $3 now, $4-$8 the outcome (state,
+     * attempts, last status or NULL, last error or NULL, next time or
+     * NULL). The row is locked first and judged as it is then (a claim
+     * that committed meanwhile counts): ours when its lease is $2's, or
+     * none, or one that ended (nobody took the row since, or it would be
+     * theirs). One round trip tells the three answers apart: no row (gone),
+     * false (another owner's: nothing changes), true (settled). */
+    [S_SETTLE] = {"settle",
+                  "WITH r AS (SELECT id, (dlease_owner IS NULL OR dlease_owner = $2 OR dlease_us < $3) AS mine"
+                  " FROM webhooks WHERE id = $1 FOR UPDATE),"
+                  " u AS (UPDATE webhooks AS w SET dstate = $4, dattempts = $5, dlast_status = $6,"
+                  " dlast_error = $7, dnext_us = $8, dupdated_us = $3, dlease_owner = NULL, dlease_us = NULL"
+                  " FROM r WHERE w.id = r.id AND r.mine)"
+                  " SELECT mine FROM r",
+                  8, {OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_TEXT, OID_INT8}, 1},
+    /* REDELIVER (store.h): $1 id, $2 now. */
+    [S_REDELIVER] = {"redeliver",
+                     "UPDATE webhooks SET dstate = 1, dattempts = 0, dnext_us = $2, dlease_owner = NULL,"
+                     " dlease_us = NULL WHERE id = $1 RETURNING " COLS,
+                     2, {OID_INT8, OID_INT8}, 1},
+    [S_PURGE_ALL] = PURGE_STMT("purge_all", "source <> ALL ($6)", "WHERE source <> ALL ($6)", "id", OID_TEXT_ARRAY),
+    [S_PURGE_SRC] = PURGE_STMT("purge_src", "source = $6", "WHERE source = $6", "id + 0", OID_TEXT),
+    /* The snapshot after a feed's read, in the same pipeline group as the
+     * read but a statement of its own, so a snapshot taken after the
+     * read's: xmin, xmax, and a bound on every transaction that may have
+     * been running at the read, as binary xid8 (8 bytes, epoch included:
+     * never wraps). Since PostgreSQL 14 a snapshot's xmax is one past the
+     * newest *completed* transaction, and a transaction running with an id
+     * at or above it is in neither xmax nor the xip list (a lone insert in
+     * progress leaves the list empty): the list cannot say how far the
+     * running ones go. The id this statement's own transaction is given
+     * here can: ids are handed out in order, so every transaction running
+     * when the read took its snapshot has a smaller one, and once a later
+     * snapshot's xmin is past it, all of them have ended. The price is one
+     * transaction id per feed read (its group commits a record; it is
+     * answered before that, when the rows arrive). */
+    [S_HORIZON] = {"horizon",
+                   "SELECT pg_snapshot_xmin(s), pg_snapshot_xmax(s),"
+                   " greatest(pg_current_xact_id(), (SELECT max(x) FROM pg_snapshot_xip(s) AS x))"
+                   " FROM pg_current_snapshot() AS s",
+                   0, {0}, 1},
+    /* An announcement (store.h announce): $1 names the store that sent it,
+     * so that its own watcher can ignore it. A group of its own: a NOTIFY
+     * is delivered at its transaction's commit. */
+    [S_NOTIFY] = {"notify", "SELECT pg_notify(" CHANNEL ", $1)", 1, {OID_TEXT}, 0},
 };
 
 int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check)
@@ -292,13 +467,15 @@ static const char *be64(char b[8], int64_t v)
 }
 
 /* One statement's parameters, binary: text and bytea bytes as they are,
- * int8 big-endian (in b, which v points into: not to be copied). */
+ * int8 big-endian (in b, which v points into: not to be copied), a text[]
+ * in `arr` (freed by the sender once libpq has copied it). */
 struct params {
     const char *v[MAX_PARAMS];
     int len[MAX_PARAMS];
     int n;
     char b1[8], b2[8];
     char b[MAX_PARAMS][8];
+    struct hk_buf arr;
 };
 
 static void param_bytes(struct params *p, int i, const void *v, size_t n)
@@ -318,6 +495,41 @@ static void param_time(struct params *p, int i, int64_t us)
 {
     if (us != 0)
         param_i64(p, i, us);
+}
+
+static void param_bool(struct params *p, int i, bool v)
+{
+    p->v[i] = v ? "\1" : "\0";
+    p->len[i] = 1;
+}
+
+static void put_be32(struct hk_buf *b, uint32_t v)
+{
+    char x[4] = {(char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v};
+    hk_buf_put(b, x, 4);
+}
+
+/* A text[] in array_recv's binary form: dimensions (0 when empty), no
+ * NULLs, the element type, then the one dimension's length and lower
+ * bound, then each element as a length and its bytes. The names were
+ * checked at submit (hk__pg_params_ok). */
+static void param_names(struct params *p, int i, const char *const *names, size_t n)
+{
+    struct hk_buf *b = &p->arr;
+    put_be32(b, n > 0 ? 1 : 0);
+    put_be32(b, 0);
+    put_be32(b, OID_TEXT);
+    if (n > 0) {
+        put_be32(b, (uint32_t)n);
+        put_be32(b, 1);
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t len = strlen(names[k]);
+        put_be32(b, (uint32_t)len);
+        hk_buf_put(b, names[k], len);
+    }
+    p->v[i] = b->p;
+    p->len[i] = (int)b->len;
 }
 
 static enum stmt_id bind_cred(const struct hk_store_op *op, struct params *p)
@@ -366,10 +578,27 @@ static enum stmt_id bind_cred(const struct hk_store_op *op, struct params *p)
     }
 }
 
+/* An INSERT's delivery columns from parameter i on: pending (next now,
+ * maybe leased), or none (0 and NULLs: nothing to convert). */
+static void bind_delivery(const struct hk_store_op *op, struct params *p, int i)
+{
+    const struct hk_webhook *r = &op->row;
+    bool pending = r->delivery.state == HK_DLV_PENDING;
+    param_i64(p, i, pending ? HK_DLV_PENDING : HK_DLV_NONE);
+    if (!pending)
+        return;
+    param_i64(p, i + 1, r->received_us);
+    if (op->fwd.owner != 0 && op->fwd.lease_us != 0) {
+        param_i64(p, i + 2, op->fwd.owner);
+        param_i64(p, i + 3, op->fwd.lease_us);
+    }
+}
+
 /* An ingress row. The body is never NULL, even when empty: a NULL body
  * marks an envelope row (and libpq sends NULL for a NULL pointer). */
-static enum stmt_id bind_hook(const struct hk_webhook *r, struct params *p)
+static enum stmt_id bind_hook(const struct hk_store_op *op, struct params *p)
 {
+    const struct hk_webhook *r = &op->row;
     param_bytes(p, 0, r->source, r->source_len);
     param_bytes(p, 1, r->event_type, r->event_type_len);
     param_i64(p, 2, r->received_us);
@@ -380,14 +609,15 @@ static enum stmt_id bind_hook(const struct hk_webhook *r, struct params *p)
     param_bytes(p, 7, r->headers, r->headers_len);
     param_bytes(p, 8, r->verified, r->verified_len);
     param_bytes(p, 9, r->client_addr, r->client_addr_len);
-    p->n = 10;
+    bind_delivery(op, p, 10);
+    p->n = 14;
     return S_INS_HOOK;
 }
 
 static enum stmt_id bind_insert(const struct hk_store_op *op, struct params *p)
 {
     if (op->row.ingress)
-        return bind_hook(&op->row, p);
+        return bind_hook(op, p);
     p->v[0] = op->row.source;
     p->len[0] = (int)op->row.source_len;
     p->v[1] = op->row.event_type;
@@ -396,14 +626,22 @@ static enum stmt_id bind_insert(const struct hk_store_op *op, struct params *p)
     p->len[2] = (int)op->row.payload_len;
     p->v[3] = be64(p->b1, op->row.received_us);
     p->len[3] = 8;
+    if (!op->idem_key) {
+        bind_delivery(op, p, 4);
+        p->n = 8;
+        return S_INS;
+    }
     p->v[4] = op->idem_key;
-    p->len[4] = op->idem_key ? (int)strlen(op->idem_key) : 0;
-    p->n = op->idem_key ? 5 : 4;
-    return op->idem_key ? S_INS_IDEM : S_INS;
+    p->len[4] = (int)strlen(op->idem_key);
+    bind_delivery(op, p, 5);
+    p->n = 9;
+    return S_INS_IDEM;
 }
 
 static enum stmt_id bind_list(const struct hk_list_query *q, struct params *p)
 {
+    int state = q->delivery > 0 ? q->delivery - 1 : -1;
+    unsigned bits = (q->source ? 1u : 0u) + (q->event_type ? 2u : 0u) + (q->delivery_id ? 4u : 0u);
     p->v[0] = q->source;
     p->len[0] = (int)q->source_len;
     p->v[1] = q->event_type;
@@ -418,13 +656,55 @@ static enum stmt_id bind_list(const struct hk_list_query *q, struct params *p)
     p->len[4] = (int)q->delivery_id_len;
     param_i64(p, 5, q->received_after_us != 0 ? hk__list_time(q->received_after_us) - PG_EPOCH_US : INT64_MIN);
     param_i64(p, 6, q->received_before_us != 0 ? hk__list_time(q->received_before_us) - PG_EPOCH_US : INT64_MAX);
-    p->n = 7;
-    return S_LIST0 + (q->source ? 1 : 0) + (q->event_type ? 2 : 0) + (q->delivery_id ? 4 : 0);
+    param_i64(p, 7, state);
+    param_i64(p, 8, q->after != 0 ? q->after : INT64_MIN);
+    p->n = 9;
+    if (q->ascending)
+        return S_LASC0 + bits;
+    if (!q->delivery_id && state == HK_DLV_FAILED)
+        return S_LFAIL0 + bits;
+    if (!q->delivery_id && state == HK_DLV_PENDING)
+        return S_LPEND0 + bits;
+    return S_LIST0 + bits;
+}
+
+static enum stmt_id bind_settle(const struct hk_store_op *op, struct params *p)
+{
+    const struct hk_delivery *d = &op->row.delivery;
+    param_i64(p, 0, op->id);
+    param_i64(p, 1, op->fwd.owner);
+    param_i64(p, 2, op->now_us);
+    param_i64(p, 3, d->state);
+    param_i64(p, 4, d->attempts);
+    if (d->last_status != 0)
+        param_i64(p, 5, d->last_status);
+    param_bytes(p, 6, d->last_error, d->last_error_len);
+    if (d->state == HK_DLV_PENDING)
+        param_i64(p, 7, d->next_us);
+    p->n = 8;
+    return S_SETTLE;
+}
+
+static enum stmt_id bind_purge(const struct hk_purge_op *pg, struct params *p)
+{
+    uint64_t limit = pg->oldest != 0 && pg->oldest < pg->limit ? pg->oldest : pg->limit;
+    param_i64(p, 0, pg->before_us != 0 ? hk__list_time(pg->before_us) - PG_EPOCH_US : INT64_MIN);
+    param_i64(p, 1, pg->keep_rows > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)pg->keep_rows);
+    param_bool(p, 2, pg->oldest != 0);
+    param_bool(p, 3, pg->keep_pending);
+    param_i64(p, 4, (int64_t)limit);
+    p->n = 6;
+    if (pg->source) {
+        param_bytes(p, 5, pg->source, strlen(pg->source));
+        return S_PURGE_SRC;
+    }
+    param_names(p, 5, pg->except, pg->nexcept);
+    return S_PURGE_ALL;
 }
 
 int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op)
 {
-    static const int fmt[MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const int fmt[MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     struct params p = {0};
     enum stmt_id id;
     switch (op->kind) {
@@ -444,16 +724,61 @@ int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op)
     case HK_OP_SOURCE_STATS:
         id = S_STATS;
         break;
+    case HK_OP_CLAIM:
+        param_i64(&p, 0, op->fwd.owner);
+        param_i64(&p, 1, op->fwd.lease_us);
+        param_i64(&p, 2, op->now_us);
+        param_i64(&p, 3, op->list.limit);
+        param_names(&p, 4, op->fwd.fifo, op->fwd.fifo ? op->fwd.nfifo : 0);
+        p.n = 5;
+        id = S_CLAIM;
+        break;
+    case HK_OP_SETTLE:
+        id = bind_settle(op, &p);
+        break;
+    case HK_OP_REDELIVER:
+        param_i64(&p, 0, op->id);
+        param_i64(&p, 1, op->now_us);
+        p.n = 2;
+        id = S_REDELIVER;
+        break;
+    case HK_OP_PURGE:
+        id = bind_purge(op->purge, &p);
+        break;
     default:
         id = bind_cred(op, &p);
         break;
     }
-    return hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, fmt, stmts[id].binary) ? 0 : -1;
+    assert(p.n == stmts[id].nparams);
+    int ok = hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, fmt, stmts[id].binary);
+    hk_buf_free(&p.arr);
+    return ok ? 0 : -1;
 }
 
 int hk__pg_send_ping(PGconn *pc)
 {
     return hk_pq.PQsendQueryPrepared(pc, stmts[S_PING].name, 0, NULL, NULL, NULL, 0) ? 0 : -1;
+}
+
+int hk__pg_send_horizon(PGconn *pc)
+{
+    return hk_pq.PQsendQueryPrepared(pc, stmts[S_HORIZON].name, 0, NULL, NULL, NULL, 1) ? 0 : -1;
+}
+
+int hk__pg_send_notify(PGconn *pc, const char *token)
+{
+    const char *v[] = {token};
+    const int len[] = {(int)strlen(token)};
+    return hk_pq.PQsendQueryPrepared(pc, stmts[S_NOTIFY].name, 1, v, len, NULL, 0) ? 0 : -1;
+}
+
+int hk__pg_send_listen(PGconn *pc)
+{
+    /* LISTEN takes an identifier, not a parameter: EXECUTE builds it on the
+     * server, from the same expression NOTIFY uses. */
+    return hk_pq.PQsendQueryParams(pc, "DO $$BEGIN EXECUTE 'LISTEN ' || quote_ident" CHANNEL "; END$$", 0,
+                                   NULL, NULL, NULL, NULL, 0)
+               ? 0 : -1;
 }
 
 /* Text PostgreSQL takes: UTF-8 (the session's client_encoding) without
@@ -463,6 +788,26 @@ static bool text_ok(const char *p, size_t n)
     return hk__row_text_ok(p, n);
 }
 
+/* Source names for a text[]: each present and text, and all of them in
+ * what an array parameter can carry. */
+static bool names_ok(const char *const *names, size_t n)
+{
+    size_t total = 0;
+    if (n > 0 && !names)
+        return false;
+    if (n > PG_NAMES_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i])
+            return false;
+        size_t len = strlen(names[i]);
+        total += len + 4;
+        if (!text_ok(names[i], len) || total > PG_NAMES_BYTES_MAX)
+            return false;
+    }
+    return true;
+}
+
 /* One it refuses (NULL in a NOT NULL column, text that is not UTF-8 or
  * holds a NUL) fails the statement, which costs the rest of its group a
  * second trip. An ingress row was checked at submit (hk__row_begin). */
@@ -470,12 +815,27 @@ bool hk__pg_params_ok(const struct hk_store_op *op)
 {
     if (hk__cred_kind(op->kind))
         return hk__cred_check(op) == 0;   /* ASCII names, ranged numbers */
-    if (op->kind == HK_OP_LIST)
-        return text_ok(op->list.source, op->list.source_len) &&
+    switch (op->kind) {
+    case HK_OP_LIST:
+        return op->list.delivery <= HK_DLV_FAILED + 1 && text_ok(op->list.source, op->list.source_len) &&
                text_ok(op->list.event_type, op->list.event_type_len) &&
                text_ok(op->list.delivery_id, op->list.delivery_id_len);
-    if (op->kind != HK_OP_INSERT)
+    case HK_OP_CLAIM:
+        return op->fwd.owner > 0 && op->list.limit >= 1 && op->list.limit <= PG_CLAIM_MAX &&
+               names_ok(op->fwd.fifo, op->fwd.fifo ? op->fwd.nfifo : 0);
+    case HK_OP_SETTLE:
+        return op->fwd.owner > 0 && op->row.delivery.state >= HK_DLV_PENDING &&
+               op->row.delivery.state <= HK_DLV_FAILED &&
+               text_ok(op->row.delivery.last_error, op->row.delivery.last_error_len);
+    case HK_OP_PURGE:
+        return op->purge && op->purge->limit > 0 &&
+               (op->purge->source ? text_ok(op->purge->source, strlen(op->purge->source))
+                                  : names_ok(op->purge->except, op->purge->nexcept));
+    case HK_OP_INSERT:
+        break;
+    default:
         return true;
+    }
     if (op->row.ingress)
         return true;
     return op->row.source && op->row.event_type &&
@@ -517,6 +877,19 @@ static bool i64_of(const PGresult *res, int i, int col, int64_t *out)
     return true;
 }
 
+/* A binary int4 or int2 column (n bytes). */
+static bool int_of(const PGresult *res, int i, int col, int n, int32_t *out)
+{
+    if (hk_pq.PQgetisnull(res, i, col) || hk_pq.PQgetlength(res, i, col) != n)
+        return false;
+    const unsigned char *p = (const unsigned char *)hk_pq.PQgetvalue(res, i, col);
+    uint32_t v = 0;
+    for (int k = 0; k < n; k++)
+        v = v << 8 | p[k];
+    *out = n == 2 ? (int16_t)v : (int32_t)v;
+    return true;
+}
+
 /* A binary text or bytea column: its bytes, NULL stays NULL. */
 static void bytes_of(const PGresult *res, int i, int col, const char **p, size_t *n)
 {
@@ -529,12 +902,30 @@ static void bytes_of(const PGresult *res, int i, int col, const char **p, size_t
     *n = (size_t)hk_pq.PQgetlength(res, i, col);
 }
 
+/* The delivery columns (COLS 12-17): NULL status, error and times read as
+ * none (0, NULL). */
+static bool delivery_of(const PGresult *res, int i, struct hk_delivery *d)
+{
+    int32_t state;
+    if (!int_of(res, i, 12, 2, &state) || state < HK_DLV_NONE || state > HK_DLV_FAILED ||
+        !int_of(res, i, 13, 4, &d->attempts))
+        return false;
+    d->state = (uint8_t)state;
+    d->last_status = 0;
+    if (!hk_pq.PQgetisnull(res, i, 14) && !int_of(res, i, 14, 4, &d->last_status))
+        return false;
+    bytes_of(res, i, 15, &d->last_error, &d->last_error_len);
+    d->next_us = d->updated_us = 0;
+    return (hk_pq.PQgetisnull(res, i, 16) || i64_of(res, i, 16, &d->next_us)) &&
+           (hk_pq.PQgetisnull(res, i, 17) || i64_of(res, i, 17, &d->updated_us));
+}
+
 bool hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row)
 {
     const char *p;
     size_t n;
     if (hk_pq.PQnfields(res) < PG_NCOLS || !i64_of(res, i, 0, &row->id) ||
-        !i64_of(res, i, 4, &row->received_us))
+        !i64_of(res, i, 4, &row->received_us) || !delivery_of(res, i, &row->delivery))
         return false;
     bytes_of(res, i, 1, &row->source, &row->source_len);
     bytes_of(res, i, 2, &row->event_type, &row->event_type_len);
@@ -552,6 +943,40 @@ bool hk__pg_row_of(const PGresult *res, int i, struct hk_webhook *row)
     bytes_of(res, i, 10, &row->verified, &row->verified_len);
     bytes_of(res, i, 11, &row->client_addr, &row->client_addr_len);
     return row->source && row->event_type;
+}
+
+bool hk__pg_horizon_of(const PGresult *res, struct hk_feed_horizon *h)
+{
+    int64_t xmin, xmax, xip;
+    if (hk_pq.PQntuples(res) != 1 || hk_pq.PQnfields(res) != 3 || !i64_of(res, 0, 0, &xmin) ||
+        !i64_of(res, 0, 1, &xmax) || !i64_of(res, 0, 2, &xip))
+        return false;
+    h->xmin = (uint64_t)xmin;
+    h->xmax = (uint64_t)xmax;
+    h->xip_max = (uint64_t)xip;
+    h->valid = true;
+    return true;
+}
+
+int hk__pg_settle_of(const PGresult *res)
+{
+    if (hk_pq.PQntuples(res) == 0)
+        return HK_ENOTFOUND;
+    if (hk_pq.PQntuples(res) != 1 || hk_pq.PQnfields(res) != 1 || hk_pq.PQgetisnull(res, 0, 0) ||
+        hk_pq.PQgetlength(res, 0, 0) != 1)
+        return HK_ESTORE;
+    return hk_pq.PQgetvalue(res, 0, 0)[0] ? 0 : HK_ECONFLICT;
+}
+
+bool hk__pg_purge_of(const PGresult *res, struct hk_purge_op *pg)
+{
+    int64_t deleted, bytes;
+    if (hk_pq.PQntuples(res) != 1 || hk_pq.PQnfields(res) != 2 || !i64_of(res, 0, 0, &deleted) ||
+        !i64_of(res, 0, 1, &bytes) || deleted < 0 || bytes < 0)
+        return false;
+    pg->deleted = (uint64_t)deleted;
+    pg->store_bytes = (uint64_t)bytes;
+    return true;
 }
 
 bool hk__pg_stats_of(const PGresult *res, int i, struct hk_source_stats *out)

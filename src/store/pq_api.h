@@ -53,6 +53,7 @@
     X(PQconninfoOption *, PQconninfoParse, (const char *conninfo, char **errmsg))                \
     X(void, PQconninfoFree, (PQconninfoOption *connOptions))                                     \
     X(void, PQfreemem, (void *ptr))                                                              \
+    X(PGnotify *, PQnotifies, (PGconn *conn))                                                    \
     X(PQnoticeProcessor, PQsetNoticeProcessor,                                                   \
       (PGconn *conn, PQnoticeProcessor proc, void *arg))                                         \
     X(int, PQlibVersion, (void))

@@ -41,6 +41,12 @@ static inline int hk__row_begin(struct hk_store_op *op)
 {
     static const uint8_t empty[1];
     struct hk_webhook *r = &op->row;
+    /* What an INSERT stores of the delivery (store.h): pending with no
+     * attempt yet, or none. The store sets next_us to received_us. */
+    r->delivery = (struct hk_delivery){.state = r->delivery.state == HK_DLV_PENDING ? HK_DLV_PENDING
+                                                                                      : HK_DLV_NONE};
+    if (!r->delivery.state)
+        op->fwd.owner = op->fwd.lease_us = 0;
     if (!r->ingress) {
         r->body = r->body_sha256 = NULL;
         r->body_len = 0;

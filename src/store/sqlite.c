@@ -8,6 +8,7 @@
 #include "store/sqlite_int.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,30 +21,49 @@
 
 #define SQL_GET "SELECT " COLS " FROM webhooks WHERE id = ?1"
 
-/* One list statement per filter combination, so each can use its index:
- * bit 0 = source, bit 1 = event_type, bit 2 = delivery_id. ?3 is the keyset
- * bound, ?4 the limit, ?5 the delivery id. A delivery id with a source is
- * one row at most; with or without one, the unique webhooks_delivery on
- * (delivery_id, source) serves it (`delivery_id = ?5` implies the partial
- * index's NOT NULL). The time bounds ?6 and ?7 are always there (unset:
- * INT64_MIN and INT64_MAX, which no row reaches) and filter whatever the
- * index walk finds: no index has received_us, so they never change a plan
- * (test_store_sqlite.c checks the plans). */
-#define LIST_SQL(where)                                                                                   \
-    "SELECT " COLS " FROM webhooks WHERE " where "received_us > ?6 AND received_us < ?7 AND id < ?3" \
-    " ORDER BY id DESC LIMIT ?4"
-static const char *const list_sql[8] = {
-    LIST_SQL(""),
-    LIST_SQL("source = ?1 AND "),
-    LIST_SQL("event_type = ?2 AND "),
-    LIST_SQL("source = ?1 AND event_type = ?2 AND "),
-    LIST_SQL("delivery_id = ?5 AND "),
-    LIST_SQL("source = ?1 AND delivery_id = ?5 AND "),
-    /* The unary + keeps the planner off (event_type, id): a delivery id
-     * matches a handful of rows, an event type may match millions. */
-    LIST_SQL("+event_type = ?2 AND delivery_id = ?5 AND "),
-    LIST_SQL("source = ?1 AND +event_type = ?2 AND delivery_id = ?5 AND "),
-};
+/* One list statement per variant, so each can use its index: the filter
+ * combination (bit 0 = source, bit 1 = event_type, bit 2 = delivery_id),
+ * the order (newest first, or oldest first for the live feed) and the
+ * delivery state (any, or one of the four, written into the SQL so that
+ * the partial indexes on pending and failed rows can serve it). ?3 and ?9
+ * are the keyset bounds (id < ?3 AND id > ?9), ?4 the limit, ?5 the
+ * delivery id. A delivery id with a source is one row at most; with or
+ * without one, the unique webhooks_delivery on (delivery_id, source)
+ * serves it (`delivery_id = ?5` implies the partial index's NOT NULL). The
+ * time bounds ?6 and ?7 are always there (unset: INT64_MIN and INT64_MAX,
+ * which no row reaches) and filter whatever the index walk finds: no
+ * index has received_us, so they never change a plan (test_store_sqlite.c
+ * checks the plans). */
+static unsigned list_variant(const struct hk_list_query *q)
+{
+    unsigned filters = (q->source ? 1u : 0u) | (q->event_type ? 2u : 0u) | (q->delivery_id ? 4u : 0u);
+    unsigned delivery = q->delivery <= 4 ? q->delivery : 0;
+    return filters + 8u * (q->ascending ? 1u : 0u) + 16u * delivery;
+}
+
+/* The SQL of a variant into out (a few hundred bytes). */
+static void list_sql(unsigned variant, char *out, size_t cap)
+{
+    static const char *const where[8] = {
+        "",
+        "source = ?1 AND ",
+        "event_type = ?2 AND ",
+        "source = ?1 AND event_type = ?2 AND ",
+        "delivery_id = ?5 AND ",
+        "source = ?1 AND delivery_id = ?5 AND ",
+        /* The unary + keeps the planner off (event_type, id): a delivery id
+         * matches a handful of rows, an event type may match millions. */
+        "+event_type = ?2 AND delivery_id = ?5 AND ",
+        "source = ?1 AND +event_type = ?2 AND delivery_id = ?5 AND ",
+    };
+    static const char *const state[5] = {"", "dstate = 0 AND ", "dstate = 1 AND ", "dstate = 2 AND ",
+                                         "dstate = 3 AND "};
+    bool asc = (variant / 8) % 2;
+    snprintf(out, cap,
+             "SELECT " COLS " FROM webhooks WHERE %s%sreceived_us > ?6 AND received_us < ?7 AND id < ?3 AND id > ?9"
+             " ORDER BY id %s LIMIT ?4",
+             where[variant % 8], state[variant / 16], asc ? "ASC" : "DESC");
+}
 
 /* Credentials. Every authenticated request runs SQL_TOKEN_GET or
  * SQL_SESSION_GET, which is why they are reads here and not the writer's:
@@ -89,6 +109,14 @@ void hk__sq_row(sqlite3_stmt *stmt, struct hk_webhook *row)
      * zero-length blob is not NULL (run_insert_hook binds a zeroblob), but
      * sqlite3_column_blob returns NULL for it. */
     row->ingress = sqlite3_column_type(stmt, 5) != SQLITE_NULL;
+    struct hk_delivery *d = &row->delivery;
+    int64_t state = sqlite3_column_int64(stmt, 12);
+    d->state = state >= HK_DLV_NONE && state <= HK_DLV_FAILED ? (uint8_t)state : HK_DLV_NONE;
+    d->attempts = (int32_t)sqlite3_column_int64(stmt, 13);
+    d->next_us = sqlite3_column_int64(stmt, 14);
+    d->last_status = (int32_t)sqlite3_column_int64(stmt, 15);   /* NULL reads as 0: none */
+    text_col(stmt, 16, &d->last_error, &d->last_error_len);
+    d->updated_us = sqlite3_column_int64(stmt, 17);
     if (!row->ingress) {
         row->body = NULL;
         row->body_len = 0;
@@ -223,11 +251,19 @@ static void on_async(uv_async_t *h)
         assert(sl->pending > 0);
         if (--sl->pending == 0)
             uv_unref((uv_handle_t *)&sl->async);
-        if (op->kind == HK_OP_INSERT && op->status == 0 && op->on_row)
+        if (op->kind == HK_OP_INSERT && op->status == 0 && op->on_row) {
             op->on_row(op, rb ? &rb->row : &op->row);
+        } else if ((op->kind == HK_OP_CLAIM || op->kind == HK_OP_REDELIVER) && op->status == 0 && op->on_row) {
+            for (struct sq_replay *c = rb; c; c = c->next)
+                op->on_row(op, &c->row);
+        }
         op->more = false;
         op->on_done(op);
-        free(rb);
+        while (rb) {
+            struct sq_replay *c = rb->next;
+            free(rb);
+            rb = c;
+        }
         op = next;
     }
 }
@@ -298,7 +334,7 @@ static void loop_free_db(struct sq_loop *sl)
     sl->ses_get = NULL;
     sqlite3_finalize(sl->stats);
     sl->stats = NULL;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < HK_SQ_LIST_VARIANTS; i++) {
         sqlite3_finalize(sl->list[i]);
         sl->list[i] = NULL;
     }
@@ -322,9 +358,12 @@ static int reader_open(struct sq_loop *sl)
         rc = sqlite3_busy_timeout(sl->db, sl->st->busy_ms);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(sl->db, SQL_GET, -1, SQLITE_PREPARE_PERSISTENT, &sl->get, NULL);
-    for (int i = 0; i < 8 && rc == SQLITE_OK; i++)
-        rc = sqlite3_prepare_v3(sl->db, list_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-                                &sl->list[i], NULL);
+    /* The eight newest-first lists every request may use; the rest on first use. */
+    for (unsigned i = 0; i < 8 && rc == SQLITE_OK; i++) {
+        char sql[512];
+        list_sql(i, sql, sizeof sql);
+        rc = sqlite3_prepare_v3(sl->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &sl->list[i], NULL);
+    }
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(sl->db, SQL_TOKEN_GET, -1, SQLITE_PREPARE_PERSISTENT,
                                 &sl->tok_get, NULL);
@@ -386,14 +425,22 @@ static void do_get(struct sq_loop *sl, struct hk_store_op *op)
 static void list_batch(struct sq_loop *sl, struct hk_store_op *op)
 {
     const struct hk_list_query *q = &op->list;
-    unsigned variant = (q->source ? 1u : 0u) | (q->event_type ? 2u : 0u) | (q->delivery_id ? 4u : 0u);
+    unsigned variant = list_variant(q);
+    char sql[512];
+    int rc = SQLITE_OK;
+    /* The text only when a statement is to be prepared: not per request. */
+    if (!sl->list[variant] || sqlite3_stmt_busy(sl->list[variant]))
+        list_sql(variant, sql, sizeof sql);
+    if (!sl->list[variant])
+        rc = sqlite3_prepare_v3(sl->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &sl->list[variant], NULL);
     sqlite3_stmt *cached = sl->list[variant];
     sqlite3_stmt *stmt = NULL;
     uint32_t n = 0;
     int64_t last = 0;
     bool more = false;
 
-    int rc = stmt_acquire(sl, cached, list_sql[variant], &stmt);
+    if (rc == SQLITE_OK)
+        rc = stmt_acquire(sl, cached, sql, &stmt);
     if (rc == SQLITE_OK && q->source)
         rc = hk__sq_bind_str(stmt, 1, q->source, q->source_len);
     if (rc == SQLITE_OK && q->event_type)
@@ -402,6 +449,8 @@ static void list_batch(struct sq_loop *sl, struct hk_store_op *op)
         rc = hk__sq_bind_str(stmt, 5, q->delivery_id, q->delivery_id_len);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(stmt, 3, q->before > 0 ? q->before : INT64_MAX);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 9, q->after > 0 ? q->after : INT64_MIN);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(stmt, 6, q->received_after_us != 0 ? hk__list_time(q->received_after_us)
                                                                    : INT64_MIN);
@@ -437,7 +486,10 @@ out:
         read_ok(sl->st);
     }
     if (more) {
-        op->list.before = last;
+        if (q->ascending)
+            op->list.after = last;
+        else
+            op->list.before = last;
         sl->streams++;
     }
     op->more = more;
@@ -584,6 +636,23 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
         /* received_us is when the request was accepted, not when the writer
          * got to it: queueing under load does not shift timestamps. */
         op->row.received_us = hk_wall_us();
+        break;
+    case HK_OP_CLAIM:
+    case HK_OP_SETTLE:
+    case HK_OP_PURGE:
+        if ((op->kind != HK_OP_PURGE && op->fwd.owner <= 0) ||
+            (op->kind == HK_OP_CLAIM && (op->list.limit == 0 || op->list.limit > 1000)) ||
+            (op->kind == HK_OP_SETTLE && (op->row.delivery.state < HK_DLV_PENDING ||
+                                          op->row.delivery.state > HK_DLV_FAILED)) ||
+            (op->kind == HK_OP_PURGE && (!op->purge || op->purge->limit == 0))) {
+            op->status = HK_EINVAL;
+            op->on_done(op);
+            return 0;
+        }
+        op->now_us = hk_wall_us();
+        break;
+    case HK_OP_REDELIVER:
+        op->now_us = hk_wall_us();
         break;
     case HK_OP_DELETE:
     case HK_OP_TOKEN_PUT:

@@ -21,14 +21,17 @@
 
 #include "store/store.h"
 
+/* List statements: 8 filter combinations x 2 orders x 5 delivery filters. */
+#define HK_SQ_LIST_VARIANTS 80
 #define HK_SQLITE_QUEUE_MAX 65536      /* queued writes before submit says HK_EBUSY */
 #define HK_SQLITE_BUSY_MS 5000         /* another process holding the write lock */
 
 /* A webhook row: the envelope's columns, then the ingress ones (migration 3;
- * `body` NULL for an envelope row). hk__sq_row reads them in this order. */
+ * `body` NULL for an envelope row), then the delivery's (migration 4).
+ * hk__sq_row reads them in this order. */
 #define COLS \
     "id, source, event_type, payload, received_us, body, content_type, delivery_id, body_sha256," \
-    " headers, verified, client_addr"
+    " headers, verified, client_addr, dstate, dattempts, dnext_us, dlast_status, dlast_error, dupdated_us"
 #define TOKEN_COLS "name, hash, scopes, created_us, expires_us, revoked_us"
 #define SESSION_COLS "hash, subject, scopes, csrf_hash, expires_us"
 
@@ -40,6 +43,9 @@ struct sq_store {
     sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del, *probe_ins, *probe_del;
     sqlite3_stmt *ins_hook, *delivery;    /* ingress rows: insert, and find by delivery id */
     sqlite3_stmt *tok_ins, *tok_revoke, *tok_revoke_ses, *ses_sweep, *ses_ins, *ses_del;
+    /* Forwarding and retention (docs/forwarding.md). */
+    sqlite3_stmt *claim, *claim_fifo, *lease, *settle, *exists, *redeliver, *purge_all, *purge_src, *keep_all,
+        *keep_src, *vacuum, *pages;
     uv_thread_t writer;
     bool writer_started;            /* guarded by mu */
     int busy_ms;
@@ -65,7 +71,9 @@ struct sq_loop {
     struct sq_store *st;
     sqlite3 *db;                    /* read-only; this loop's thread only */
     sqlite3_stmt *get;
-    sqlite3_stmt *list[8];         /* by filter: bit 0 source, 1 event_type, 2 delivery_id */
+    /* By variant (sqlite.c list_variant): filters, order and delivery
+     * state; prepared on first use. */
+    sqlite3_stmt *list[HK_SQ_LIST_VARIANTS];
     sqlite3_stmt *tok_get, *tok_list, *ses_get, *stats;
     uv_async_t async;
     uv_timer_t warm;                /* opens db shortly after start */
@@ -83,6 +91,7 @@ struct sq_loop {
  * statement moved on. Freed once on_done has returned. */
 struct sq_replay {
     struct hk_webhook row;
+    struct sq_replay *next;         /* CLAIM: the next row claimed */
     char bytes[];
 };
 
@@ -119,6 +128,8 @@ int hk__sq_writer_push(struct sq_store *st, struct sq_loop *sl, struct hk_store_
 /* Let the writer commit what is queued and end; no loop may be attached. */
 void hk__sq_writer_stop(struct sq_store *st);
 
+/* Copies of `orig` and all it points to (one allocation; the caller frees). */
+struct sq_replay *hk__sq_replay_new(const struct hk_webhook *orig);
 /* ---- sqlite_open.c: open, migrate, free ------------------------------------- */
 
 void hk__sq_store_free(struct sq_store *st);

@@ -59,6 +59,22 @@ static const char *const migrations[] = {
      * every ingress insert maintains one index fewer. */
     "CREATE UNIQUE INDEX webhooks_delivery ON webhooks(delivery_id, source)"
     " WHERE delivery_id IS NOT NULL;",
+    /* 4: forwarding (docs/forwarding.md). The outbox is the row: dstate 0
+     * none, 1 pending, 2 delivered, 3 failed; times unix microseconds. The
+     * partial indexes hold pending and failed rows only: claims walk the
+     * due ones, FIFO sources find their oldest pending row, the failed
+     * filter its rows, and none of them grows with delivered history. */
+    "ALTER TABLE webhooks ADD COLUMN dstate INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE webhooks ADD COLUMN dattempts INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE webhooks ADD COLUMN dnext_us INTEGER;"
+    "ALTER TABLE webhooks ADD COLUMN dlast_status INTEGER;"
+    "ALTER TABLE webhooks ADD COLUMN dlast_error TEXT;"
+    "ALTER TABLE webhooks ADD COLUMN dupdated_us INTEGER;"
+    "ALTER TABLE webhooks ADD COLUMN dlease_owner INTEGER;"
+    "ALTER TABLE webhooks ADD COLUMN dlease_us INTEGER;"
+    "CREATE INDEX webhooks_due ON webhooks(dnext_us, id) WHERE dstate = 1;"
+    "CREATE INDEX webhooks_pending_source ON webhooks(source, id) WHERE dstate = 1;"
+    "CREATE INDEX webhooks_failed ON webhooks(id) WHERE dstate = 3;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -213,6 +229,12 @@ static int open_writer_db(struct sq_store *st, bool sync_full, char *errbuf, siz
         rc = sqlite3_extended_result_codes(st->db, 1);
     if (rc == SQLITE_OK)
         rc = sqlite3_busy_timeout(st->db, st->busy_ms);
+    /* Retention's deletes give their pages back to the file system
+     * (PRAGMA incremental_vacuum after each batch). Set before anything
+     * is written, this makes a new file so; an older file is converted
+     * once, after the migration (vacuum_convert). */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(st->db, "PRAGMA auto_vacuum=INCREMENTAL", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         goto out;
     /* Readers on other connections need WAL; it is not optional. */
@@ -234,6 +256,28 @@ out:
     return rc;
 }
 
+/* A file made before hookd set auto_vacuum keeps its freed pages: one
+ * VACUUM (it rewrites the file, so it takes a while on a large one, once)
+ * makes it incremental. SQLITE_OK or the error. */
+static int vacuum_convert(struct sq_store *st)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "PRAGMA auto_vacuum", -1, &stmt, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        int mode = sqlite3_column_int(stmt, 0);
+        sqlite3_finalize(stmt);
+        stmt = NULL;
+        if (mode == 2)
+            return SQLITE_OK;
+        hk_info("sqlite: converting the database to incremental vacuum (once)", NULL);
+        rc = sqlite3_exec(st->db, "PRAGMA auto_vacuum=INCREMENTAL; VACUUM", NULL, NULL, NULL);
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(stmt);
+    return rc;
+}
+
 struct hk_store *hk_sqlite_open(const struct hk_sqlite_opts *opts, char *errbuf, size_t errlen)
 {
     size_t queue_max;
@@ -248,6 +292,8 @@ struct hk_store *hk_sqlite_open(const struct hk_sqlite_opts *opts, char *errbuf,
     int rc = open_writer_db(st, opts->sync_full, errbuf, errlen);
     if (rc == SQLITE_OK && migrate(st->db, errbuf, errlen) < 0)
         rc = SQLITE_ERROR;
+    if (rc == SQLITE_OK)
+        rc = vacuum_convert(st);
     if (rc == SQLITE_OK)
         rc = hk__sq_writer_prepare(st);
     if (rc != SQLITE_OK) {

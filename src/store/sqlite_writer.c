@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -22,13 +23,14 @@
 #define HK_SQLITE_FULL_ROOM (1u << 20) /* free bytes that end a full-disk spell */
 
 #define SQL_INSERT \
-    "INSERT INTO webhooks(source, event_type, payload, received_us, idem_key)" \
-    " VALUES(?1, ?2, ?3, ?4, ?5)"
+    "INSERT INTO webhooks(source, event_type, payload, received_us, idem_key, dstate, dnext_us, dlease_owner," \
+    " dlease_us) VALUES(?1, ?2, ?3, ?4, ?5, ?11, ?12, ?13, ?14)"
 #define SQL_IDEM "SELECT " COLS " FROM webhooks WHERE source = ?1 AND idem_key = ?2"
 /* An ingress row. The payload stays NULL: the body is the payload. */
 #define SQL_INSERT_HOOK \
     "INSERT INTO webhooks(source, event_type, received_us, body, content_type, delivery_id," \
-    " body_sha256, headers, verified, client_addr) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+    " body_sha256, headers, verified, client_addr, dstate, dnext_us, dlease_owner, dlease_us)" \
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
 #define SQL_DELIVERY "SELECT " COLS " FROM webhooks WHERE source = ?1 AND delivery_id = ?2"
 #define SQL_DELETE "DELETE FROM webhooks WHERE id = ?1"
 /* Credentials. ON CONFLICT DO NOTHING turns a name or hash stored already
@@ -49,6 +51,51 @@
     "INSERT INTO sessions(hash, subject, scopes, csrf_hash, expires_us)" \
     " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING"
 #define SQL_SESSION_DEL "DELETE FROM sessions WHERE hash = ?1 RETURNING expires_us"
+/* Forwarding (docs/forwarding.md). A claim reads the due rows that no
+ * live lease holds (webhooks_due: pending rows only, by due time), then
+ * leases them one by one, all in the writer's transaction: no other
+ * process can claim in between. With FIFO sources (?4, a JSON array of
+ * names), a row of theirs qualifies only as its source's oldest pending
+ * row (webhooks_pending_source). */
+#define SQL_CLAIM_WHERE \
+    " FROM webhooks WHERE dstate = 1 AND dnext_us <= ?1 AND (dlease_us IS NULL OR dlease_us < ?1)"
+#define SQL_CLAIM "SELECT " COLS SQL_CLAIM_WHERE " ORDER BY dnext_us, id LIMIT ?2"
+#define SQL_CLAIM_FIFO \
+    "SELECT " COLS SQL_CLAIM_WHERE " AND (source NOT IN (SELECT value FROM json_each(?4))" \
+    " OR id = (SELECT min(o.id) FROM webhooks AS o WHERE o.source = webhooks.source AND o.dstate = 1))" \
+    " ORDER BY dnext_us, id LIMIT ?2"
+#define SQL_LEASE "UPDATE webhooks SET dlease_owner = ?2, dlease_us = ?3 WHERE id = ?1"
+/* A settle by the lease's owner, or of a row whose lease ended or that
+ * has none; ?7 is now. */
+#define SQL_SETTLE \
+    "UPDATE webhooks SET dstate = ?2, dattempts = ?3, dnext_us = ?4, dlast_status = ?5, dlast_error = ?6," \
+    " dupdated_us = ?7, dlease_owner = NULL, dlease_us = NULL WHERE id = ?1" \
+    " AND (dlease_owner IS NULL OR dlease_owner = ?8 OR dlease_us < ?7)"
+#define SQL_EXISTS "SELECT 1 FROM webhooks WHERE id = ?1"
+#define SQL_REDELIVER \
+    "UPDATE webhooks SET dstate = 1, dattempts = 0, dnext_us = ?2, dlease_owner = NULL, dlease_us = NULL" \
+    " WHERE id = ?1 RETURNING " COLS
+/* Retention: one batch, oldest first. ?1 received before (INT64_MIN: no
+ * age bound), ?2 the lowest id kept by a row cap (INT64_MIN: none), ?3
+ * 1 to take any row (a size cap's step), ?4 1 to keep pending rows, ?5
+ * the batch, ?6 the source or ?7 the sources left alone (a JSON array). */
+#define SQL_PURGE_SELECT(scope) \
+    "DELETE FROM webhooks WHERE id IN (SELECT id FROM webhooks WHERE " scope \
+    " (?4 = 0 OR dstate <> 1) AND (received_us < ?1 OR id < ?2 OR ?3 = 1) ORDER BY id LIMIT ?5)"
+#define SQL_PURGE_ALL SQL_PURGE_SELECT("source NOT IN (SELECT value FROM json_each(?7)) AND")
+#define SQL_PURGE_SRC SQL_PURGE_SELECT("source = ?6 AND")
+/* The id of the n-th newest row (?1 = n - 1), of a source or of all but
+ * the sources left alone: a row cap keeps it and everything newer. */
+#define SQL_KEEP_ALL \
+    "SELECT id FROM webhooks WHERE source NOT IN (SELECT value FROM json_each(?2)) ORDER BY id DESC" \
+    " LIMIT 1 OFFSET ?1"
+#define SQL_KEEP_SRC "SELECT id FROM webhooks WHERE source = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?1"
+#define SQL_VACUUM "PRAGMA incremental_vacuum"
+/* The live pages' bytes: what the file holds, less its free list. */
+#define SQL_PAGES \
+    "SELECT (p.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() AS p," \
+    " pragma_freelist_count() AS f, pragma_page_size() AS s"
+
 /* The probe's write: a row no reader counts (versions start at 1, readers
  * take the maximum), inserted and deleted again in one transaction. */
 #define SQL_PROBE_INS "INSERT INTO schema_version(version) VALUES(0)"
@@ -88,12 +135,12 @@ static const void *copy_field(char **p, const void *src, size_t n)
 
 /* The replay record of `orig`: one allocation holding the row and a copy
  * of everything it points to. */
-static struct sq_replay *replay_new(const struct hk_webhook *orig)
+struct sq_replay *hk__sq_replay_new(const struct hk_webhook *orig)
 {
     size_t sha_len = orig->body_sha256 ? 32 : 0;
     size_t n = orig->source_len + orig->event_type_len + orig->payload_len + orig->body_len + sha_len +
                orig->content_type_len + orig->delivery_id_len + orig->headers_len + orig->verified_len +
-               orig->client_addr_len;
+               orig->client_addr_len + orig->delivery.last_error_len;
     struct sq_replay *rb = malloc(sizeof *rb + n);
     if (!rb)
         abort();   /* process-wide OOM policy (see core/buf.h) */
@@ -109,6 +156,8 @@ static struct sq_replay *replay_new(const struct hk_webhook *orig)
     rb->row.headers = copy_field(&p, orig->headers, orig->headers_len);
     rb->row.verified = copy_field(&p, orig->verified, orig->verified_len);
     rb->row.client_addr = copy_field(&p, orig->client_addr, orig->client_addr_len);
+    rb->row.delivery.last_error = copy_field(&p, orig->delivery.last_error, orig->delivery.last_error_len);
+    rb->next = NULL;
     assert(p == rb->bytes + n);
     return rb;
 }
@@ -128,12 +177,31 @@ static int find_orig(sqlite3_stmt *stmt, struct hk_store_op *op, const char *key
         goto out;
     struct hk_webhook orig;
     hk__sq_row(stmt, &orig);
-    op->be.sq.replay = replay_new(&orig);
+    op->be.sq.replay = hk__sq_replay_new(&orig);
     op->replayed = true;
     op->status = 0;
 out:
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+/* An INSERT's delivery columns (?11..?14): pending from its receipt,
+ * leased to the inserting process when it sends the row itself, or none.
+ * hk__row_begin has normalized row.delivery; on_row reads it back. */
+static int bind_delivery(sqlite3_stmt *stmt, struct hk_store_op *op)
+{
+    struct hk_delivery *d = &op->row.delivery;
+    bool pending = d->state == HK_DLV_PENDING;
+    if (pending)
+        d->next_us = op->row.received_us;
+    int rc = sqlite3_bind_int(stmt, 11, pending ? 1 : 0);
+    if (rc == SQLITE_OK)
+        rc = pending ? sqlite3_bind_int64(stmt, 12, d->next_us) : sqlite3_bind_null(stmt, 12);
+    if (rc == SQLITE_OK)
+        rc = op->fwd.owner ? sqlite3_bind_int64(stmt, 13, op->fwd.owner) : sqlite3_bind_null(stmt, 13);
+    if (rc == SQLITE_OK)
+        rc = op->fwd.owner ? sqlite3_bind_int64(stmt, 14, op->fwd.lease_us) : sqlite3_bind_null(stmt, 14);
     return rc;
 }
 
@@ -175,6 +243,8 @@ static int run_insert_hook(struct sq_store *st, struct hk_store_op *op)
     if (rc == SQLITE_OK)
         rc = hk__sq_bind_str(stmt, 10, r->client_addr, r->client_addr_len);
     if (rc == SQLITE_OK)
+        rc = bind_delivery(stmt, op);
+    if (rc == SQLITE_OK)
         rc = sqlite3_step(stmt);
     if (rc == SQLITE_DONE) {
         op->row.id = sqlite3_last_insert_rowid(st->db);
@@ -211,6 +281,8 @@ static int run_insert(struct sq_store *st, struct hk_store_op *op)
         rc = sqlite3_bind_int64(stmt, 4, r->received_us);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(stmt, 5, op->idem_key, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = bind_delivery(stmt, op);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(stmt);
     if (rc == SQLITE_DONE) {
@@ -353,6 +425,259 @@ static int run_session_del(struct sq_store *st, struct hk_store_op *op)
     return cred_done(st, op, stmt, rc, found, HK_ENOTFOUND);
 }
 
+/* ---- forwarding and retention --------------------------------------------- */
+
+/* A JSON array of NUL-terminated names, in *out: `stack` when it fits, else
+ * malloc'd (free it when *out != stack). */
+static void names_json(const char *const *v, size_t n, char *stack, size_t cap, char **out)
+{
+    size_t need = 3;
+    for (size_t i = 0; i < n; i++)
+        need += strlen(v[i]) * 6 + 3;
+    char *b = need <= cap ? stack : malloc(need);
+    if (!b)
+        abort();   /* process-wide OOM policy (core/buf.h) */
+    size_t k = 0;
+    b[k++] = '[';
+    for (size_t i = 0; i < n; i++) {
+        const char *p = v[i];
+        if (i)
+            b[k++] = ',';
+        b[k++] = '"';
+        for (; *p; p++) {
+            unsigned char c = (unsigned char)*p;
+            if (c == '"' || c == '\\') {
+                b[k++] = '\\';
+                b[k++] = (char)c;
+            } else if (c < 0x20) {
+                k += (size_t)snprintf(b + k, need - k, "\\u%04x", c);
+            } else {
+                b[k++] = (char)c;
+            }
+        }
+        b[k++] = '"';
+    }
+    b[k++] = ']';
+    b[k] = '\0';
+    *out = b;
+}
+
+/* Free a list of copied rows. */
+static void rows_free(struct sq_replay *rb)
+{
+    while (rb) {
+        struct sq_replay *next = rb->next;
+        free(rb);
+        rb = next;
+    }
+}
+
+/* CLAIM (store.h): the rows copied into op->be.sq.replay, in order, for
+ * on_row on the loop after the commit. */
+static int run_claim(struct sq_store *st, struct hk_store_op *op)
+{
+    char stack[1024], *fifo = stack;
+    sqlite3_stmt *stmt = op->fwd.nfifo ? st->claim_fifo : st->claim;
+    if (op->fwd.nfifo)
+        names_json(op->fwd.fifo, op->fwd.nfifo, stack, sizeof stack, &fifo);
+    int rc = sqlite3_bind_int64(stmt, 1, op->now_us);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 2, op->list.limit);
+    if (rc == SQLITE_OK && op->fwd.nfifo)
+        rc = sqlite3_bind_text(stmt, 4, fifo, -1, SQLITE_TRANSIENT);
+    if (fifo != stack)
+        free(fifo);
+    struct sq_replay *head = NULL, **tail = &head;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        struct hk_webhook row;
+        hk__sq_row(stmt, &row);
+        *tail = hk__sq_replay_new(&row);
+        tail = &(*tail)->next;
+        rc = SQLITE_OK;
+    }
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    for (struct sq_replay *c = head; c && rc == SQLITE_OK; c = c->next) {
+        rc = sqlite3_bind_int64(st->lease, 1, c->row.id);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int64(st->lease, 2, op->fwd.owner);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int64(st->lease, 3, op->fwd.lease_us);
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(st->lease);
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        }
+        sqlite3_reset(st->lease);
+    }
+    if (rc != SQLITE_OK) {
+        rows_free(head);
+        return rc;
+    }
+    op->be.sq.replay = head;
+    op->status = 0;
+    return SQLITE_OK;
+}
+
+/* SETTLE (store.h). */
+static int run_settle(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->settle;
+    const struct hk_delivery *d = &op->row.delivery;
+    int rc = sqlite3_bind_int64(stmt, 1, op->id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(stmt, 2, d->state);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(stmt, 3, d->attempts);
+    if (rc == SQLITE_OK)
+        rc = d->state == HK_DLV_PENDING ? sqlite3_bind_int64(stmt, 4, d->next_us) : sqlite3_bind_null(stmt, 4);
+    if (rc == SQLITE_OK)
+        rc = d->last_status ? sqlite3_bind_int(stmt, 5, d->last_status) : sqlite3_bind_null(stmt, 5);
+    if (rc == SQLITE_OK)
+        rc = hk__sq_bind_str(stmt, 6, d->last_error, d->last_error_len);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 7, op->now_us);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 8, op->fwd.owner);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    if (rc == SQLITE_DONE && sqlite3_changes(st->db) > 0) {
+        op->status = 0;
+        return SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        if (op_error(st->db, rc)) {
+            op->status = HK_EINVAL;
+            return SQLITE_OK;
+        }
+        return rc;
+    }
+    /* Nothing changed: gone, or leased to someone else. */
+    rc = sqlite3_bind_int64(st->exists, 1, op->id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st->exists);
+    sqlite3_reset(st->exists);
+    if (rc == SQLITE_ROW)
+        op->status = HK_ECONFLICT;
+    else if (rc == SQLITE_DONE)
+        op->status = HK_ENOTFOUND;
+    else
+        return rc;
+    return SQLITE_OK;
+}
+
+/* REDELIVER (store.h): the row as stored afterwards, for on_row. */
+static int run_redeliver(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->redeliver;
+    int rc = sqlite3_bind_int64(stmt, 1, op->id);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 2, op->now_us);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+        struct hk_webhook row;
+        hk__sq_row(stmt, &row);
+        op->be.sq.replay = hk__sq_replay_new(&row);
+        op->status = 0;
+        rc = sqlite3_step(stmt);   /* runs the update to its end */
+    } else if (rc == SQLITE_DONE) {
+        op->status = HK_ENOTFOUND;
+    }
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    if (rc != SQLITE_DONE) {
+        rows_free(op->be.sq.replay);
+        op->be.sq.replay = NULL;
+        return rc;
+    }
+    return SQLITE_OK;
+}
+
+static int purge_batch(struct sq_store *st, struct hk_store_op *op, const char *except);
+
+/* PURGE (store.h): one batch, then the freed pages back to the file
+ * system, and the live size. */
+static int run_purge(struct sq_store *st, struct hk_store_op *op)
+{
+    struct hk_purge_op *pg = op->purge;
+    char stack[1024], *except = stack;
+    names_json(pg->except, pg->source ? 0 : pg->nexcept, stack, sizeof stack, &except);
+    int rc = purge_batch(st, op, except);
+    if (except != stack)
+        free(except);
+    return rc;
+}
+
+/* run_purge with the sources left alone as a JSON array. */
+static int purge_batch(struct sq_store *st, struct hk_store_op *op, const char *except)
+{
+    struct hk_purge_op *pg = op->purge;
+    /* The row cap's bound: the id of the keep_rows-th newest row. */
+    int64_t keep_from = INT64_MIN;
+    int rc = SQLITE_OK;
+    if (pg->keep_rows) {
+        sqlite3_stmt *k = pg->source ? st->keep_src : st->keep_all;
+        int64_t skip = pg->keep_rows > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)pg->keep_rows - 1;
+        rc = sqlite3_bind_int64(k, 1, skip);
+        if (rc == SQLITE_OK)
+            rc = pg->source ? sqlite3_bind_text(k, 2, pg->source, -1, SQLITE_STATIC)
+                            : sqlite3_bind_text(k, 2, except, -1, SQLITE_TRANSIENT);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(k);
+        if (rc == SQLITE_ROW) {
+            keep_from = sqlite3_column_int64(k, 0);
+            rc = SQLITE_DONE;
+        }
+        sqlite3_reset(k);
+        sqlite3_clear_bindings(k);
+        if (rc != SQLITE_DONE)
+            return rc;
+    }
+    sqlite3_stmt *stmt = pg->source ? st->purge_src : st->purge_all;
+    uint64_t limit = pg->oldest && pg->oldest < pg->limit ? pg->oldest : pg->limit;
+    rc = sqlite3_bind_int64(stmt, 1, pg->before_us ? pg->before_us : INT64_MIN);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 2, keep_from);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(stmt, 3, pg->oldest ? 1 : 0);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(stmt, 4, pg->keep_pending ? 1 : 0);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(stmt, 5, (int64_t)limit);
+    if (rc == SQLITE_OK)
+        rc = pg->source ? sqlite3_bind_text(stmt, 6, pg->source, -1, SQLITE_STATIC)
+                        : sqlite3_bind_text(stmt, 7, except, -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    if (rc != SQLITE_DONE)
+        return rc;
+    pg->deleted = (uint64_t)sqlite3_changes(st->db);
+    if (pg->deleted > 0) {
+        while ((rc = sqlite3_step(st->vacuum)) == SQLITE_ROW)
+            ;
+        sqlite3_reset(st->vacuum);
+        if (rc != SQLITE_DONE)
+            return rc;
+    }
+    rc = sqlite3_step(st->pages);
+    if (rc == SQLITE_ROW) {
+        int64_t b = sqlite3_column_int64(st->pages, 0);
+        pg->store_bytes = b > 0 ? (uint64_t)b : 0;
+        rc = SQLITE_DONE;
+    }
+    sqlite3_reset(st->pages);
+    if (rc != SQLITE_DONE)
+        return rc;
+    op->status = 0;
+    return SQLITE_OK;
+}
+
 static int run_op(struct sq_store *st, struct hk_store_op *op)
 {
     switch (op->kind) {
@@ -368,6 +693,14 @@ static int run_op(struct sq_store *st, struct hk_store_op *op)
         return run_session_put(st, op);
     case HK_OP_SESSION_DEL:
         return run_session_del(st, op);
+    case HK_OP_CLAIM:
+        return run_claim(st, op);
+    case HK_OP_SETTLE:
+        return run_settle(st, op);
+    case HK_OP_REDELIVER:
+        return run_redeliver(st, op);
+    case HK_OP_PURGE:
+        return run_purge(st, op);
     default:
         /* submit queues only the kinds above. */
         assert(!"not a write");
@@ -469,11 +802,11 @@ out:
     if (!sqlite3_get_autocommit(st->db))
         step_once(st->rollback);
     for (op = batch; op; op = op->next) {
-        if (op->replayed) {
-            free(op->be.sq.replay);
-            op->be.sq.replay = NULL;
-            op->replayed = false;
-        }
+        rows_free(op->be.sq.replay);   /* a replay's original, or claimed rows */
+        op->be.sq.replay = NULL;
+        op->replayed = false;
+        if (op->kind == HK_OP_PURGE)
+            op->purge->deleted = 0;
         op->status = code;
     }
 }
@@ -644,6 +977,30 @@ int hk__sq_writer_prepare(struct sq_store *st)
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_SESSION_DEL, &st->ses_del);
     if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_CLAIM, &st->claim);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_CLAIM_FIFO, &st->claim_fifo);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_LEASE, &st->lease);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_SETTLE, &st->settle);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_EXISTS, &st->exists);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_REDELIVER, &st->redeliver);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_PURGE_ALL, &st->purge_all);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_PURGE_SRC, &st->purge_src);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_KEEP_ALL, &st->keep_all);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_KEEP_SRC, &st->keep_src);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_VACUUM, &st->vacuum);
+    if (rc == SQLITE_OK)
+        rc = prepare(st->db, SQL_PAGES, &st->pages);
+    if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_PROBE_INS, &st->probe_ins);
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_PROBE_DEL, &st->probe_del);
@@ -668,4 +1025,16 @@ void hk__sq_writer_finalize(struct sq_store *st)
     sqlite3_finalize(st->ses_del);
     sqlite3_finalize(st->probe_ins);
     sqlite3_finalize(st->probe_del);
+    sqlite3_finalize(st->claim);
+    sqlite3_finalize(st->claim_fifo);
+    sqlite3_finalize(st->lease);
+    sqlite3_finalize(st->settle);
+    sqlite3_finalize(st->exists);
+    sqlite3_finalize(st->redeliver);
+    sqlite3_finalize(st->purge_all);
+    sqlite3_finalize(st->purge_src);
+    sqlite3_finalize(st->keep_all);
+    sqlite3_finalize(st->keep_src);
+    sqlite3_finalize(st->vacuum);
+    sqlite3_finalize(st->pages);
 }

@@ -31,6 +31,50 @@ struct hk_list_query {
     int64_t received_before_us;
     uint32_t limit;        /* rows per batch; the list ends after one batch unless `stream` */
     bool stream;           /* deliver every matching row, batch by batch (see hk_store_op.more) */
+    /* The live feed's reads (docs/forwarding.md): oldest first, ids > after
+     * (with `before` too when set: after < id < before). */
+    bool ascending;
+    int64_t after;         /* only ids > after; 0 = no bound */
+    uint8_t delivery;      /* only rows in this enum hk_delivery_state + 1 (0 = any; 1 = NONE, 2 = PENDING, ...) */
+};
+
+/* Forwarding's side of an op (docs/forwarding.md). `owner` names the
+ * process holding a lease: a random non-zero 63-bit number per process. */
+struct hk_fwd_op {
+    int64_t owner;
+    int64_t lease_us;          /* INSERT (optional), CLAIM: the lease's end, unix microseconds */
+    const char *const *fifo;   /* CLAIM: sources delivered in order (NUL-terminated names), or NULL */
+    size_t nfifo;
+};
+
+/* Retention's side of a PURGE (docs/forwarding.md). Every bound that is set
+ * applies (OR): a row goes when it is older than before_us, or beyond the
+ * newest keep_rows, or among the oldest `oldest`. */
+struct hk_purge_op {
+    int64_t before_us;         /* received before this (unix microseconds); 0 = no age bound */
+    uint64_t keep_rows;        /* keep the newest keep_rows of the rows in scope (`source`'s, or all but
+                                * `except`'s); 0 = no cap */
+    uint64_t oldest;           /* delete the oldest this many (a size cap's step); 0 = none */
+    const char *source;        /* only this source (NUL-terminated); NULL: every source except `except` */
+    const char *const *except; /* with source NULL: sources left alone (they have their own rules) */
+    size_t nexcept;
+    bool keep_pending;         /* never delete a row whose delivery is PENDING */
+    uint32_t limit;            /* rows per statement, at most (the op deletes one batch) */
+    /* out */
+    uint64_t deleted;          /* rows deleted by this op */
+    uint64_t store_bytes;      /* the store's size after it (SQLite: the file's live pages; PostgreSQL: the
+                                * table with its indexes and TOAST) */
+};
+
+/* The PostgreSQL snapshot taken after a live-feed read (a LIST with
+ * `ascending`), so the feed can tell a gap in the ids that a transaction
+ * still running may fill from one that stays (docs/forwarding.md). SQLite
+ * stores in id order: `valid` stays false there. */
+struct hk_feed_horizon {
+    bool valid;
+    uint64_t xmin;             /* oldest transaction still running (xid8) */
+    uint64_t xmax;             /* first transaction not yet started */
+    uint64_t xip_max;          /* the newest of those running, 0: none */
 };
 
 /* The values are obs/'s label indexes (obs.h HK_STORE_OPS, hk_store_op_names):
@@ -50,6 +94,11 @@ enum hk_op_kind {
     HK_OP_SESSION_DEL,
     /* Per-source counts (docs/graphql.md, `sources`). */
     HK_OP_SOURCE_STATS,
+    /* Forwarding and retention (docs/forwarding.md). */
+    HK_OP_CLAIM,
+    HK_OP_SETTLE,
+    HK_OP_REDELIVER,
+    HK_OP_PURGE,
     HK_OP__COUNT
 };
 
@@ -126,6 +175,43 @@ typedef void (*hk_store_stats_cb)(struct hk_store_op *op, const struct hk_source
  *         rows; `last_received_us` the received_us of its newest row
  *         (highest id: ids follow receipt). A read: one pass over the
  *         (source, id) index, linear in the table.
+ * Forwarding and retention (docs/forwarding.md):
+ * INSERT  with row.delivery.state PENDING stores the row to be forwarded
+ *         (delivery state PENDING, attempts 0, next_us now) in the same
+ *         transaction as the row: the outbox is the row. With fwd.owner and
+ *         fwd.lease_us set, the row is stored leased to that owner until
+ *         then (the inserting process sends it at once). Any other state
+ *         stores NONE. A replayed (duplicate) insert changes nothing.
+ * CLAIM:  in fwd.owner, fwd.lease_us, list.limit (1..1000), fwd.fifo.
+ *         Leases up to list.limit rows that are PENDING, due (next_us <=
+ *         now) and not leased (no lease, or one that ended before now), by
+ *         next_us then id; of a source in fwd.fifo only its oldest PENDING
+ *         row, and only when that one is not leased. Each leased row goes
+ *         to on_row (every field, body included, delivery as stored before
+ *         the lease), then on_done once. On PostgreSQL the rows are locked
+ *         with FOR UPDATE SKIP LOCKED: two processes claiming at once lease
+ *         disjoint rows.
+ * SETTLE: in id, fwd.owner, row.delivery (state PENDING with next_us, or
+ *         DELIVERED, or FAILED; attempts; last_status; last_error, NULL or
+ *         UTF-8 without NUL, cut to 200 bytes by the caller). Writes them,
+ *         updated_us = now, and ends the lease, if the row is leased to
+ *         fwd.owner or not leased at all; HK_ECONFLICT when another owner
+ *         holds it (nothing changes); HK_ENOTFOUND when the row is gone.
+ * REDELIVER: in id. Makes the row PENDING again (attempts 0, next_us now,
+ *         no lease; last_status and last_error kept), whatever its state,
+ *         NONE included. HK_ENOTFOUND when no such row. on_row (may be
+ *         NULL) gets the row as stored afterwards.
+ * PURGE:  in *purge (op->purge must point to it). Deletes at most
+ *         purge->limit rows (oldest first) that its bounds select, sets
+ *         purge->deleted and purge->store_bytes; on SQLite then returns
+ *         free pages to the file system (incremental vacuum). A caller
+ *         repeats it while `deleted` == limit. With no bound set it
+ *         deletes nothing and only reports store_bytes. On PostgreSQL
+ *         store_bytes does not fall after a DELETE (the space is reused,
+ *         not returned, until a VACUUM FULL). on_row is not called.
+ * LIST    with list.ascending: rows oldest first; list.after bounds them
+ *         below. On PostgreSQL, op->horizon is filled after the read.
+ *         list.delivery filters by delivery state (both orders).
  * Rows given to on_row (INSERT, GET, LIST) carry every field: for an
  *         ingress row (row->ingress) body (never NULL, even when empty),
  *         body_sha256 and the ingress strings (NULL where none was stored),
@@ -180,6 +266,9 @@ struct hk_store_op {
     struct hk_token_rec *token;     /* TOKEN_PUT, TOKEN_GET, TOKEN_REVOKE (optional) */
     struct hk_session_rec *session; /* SESSION_PUT, SESSION_GET, SESSION_DEL */
     const char *name;               /* TOKEN_REVOKE, NUL-terminated */
+    struct hk_fwd_op fwd;           /* INSERT, CLAIM, SETTLE */
+    struct hk_purge_op *purge;      /* PURGE */
+    struct hk_feed_horizon horizon; /* out: LIST with list.ascending, PostgreSQL */
     hk_store_row_cb on_row;
     hk_store_token_cb on_token;     /* TOKEN_LIST */
     hk_store_stats_cb on_stats;     /* SOURCE_STATS */
@@ -241,6 +330,16 @@ struct hk_store_vt {
      * it (-1). Called on any loop's thread at scrape time: must be
      * thread-safe and cheap (no I/O). */
     void (*stats)(struct hk_store *s, struct hk_store_stats *out);
+    /* Optional (NULL: a store other processes do not share): rows stored by
+     * other processes on the same database. watch: call cb(ud) on this
+     * loop soon after another process announces (PostgreSQL LISTEN on a
+     * connection of its own; reconnects by itself, and calls cb after a
+     * reconnect too, since announcements may have been missed); 0 or an
+     * HK_E* code. announce: tell the others that rows were stored (a NOTIFY
+     * outside any insert's transaction; the caller coalesces, at most a few
+     * per second). Both on the loop's thread. */
+    int (*watch)(struct hk_store_loop *sl, void (*cb)(void *ud), void *ud);
+    void (*announce)(struct hk_store_loop *sl);
 };
 
 struct hk_store {

@@ -147,6 +147,22 @@ static void res_set_i64(struct fres *r, int row, int col, int64_t v)
     res_set(r, row, col, b);
 }
 
+/* An int2 or int4 cell (n bytes when binary). */
+static void res_set_int(struct fres *r, int row, int col, int32_t v, int n)
+{
+    if (r->binary) {
+        char b[4];
+        uint32_t u = (uint32_t)v;
+        for (int i = n - 1; i >= 0; i--, u >>= 8)
+            b[i] = (char)(u & 0xff);
+        res_set_bytes(r, row, col, b, (size_t)n);
+        return;
+    }
+    char b[16];
+    snprintf(b, sizeof b, "%d", v);
+    res_set(r, row, col, b);
+}
+
 static void res_set_bool(struct fres *r, int row, int col, bool v)
 {
     if (r->binary)
@@ -192,6 +208,9 @@ struct frow {
     char *content_type, *delivery, *headers, *verified, *client_addr;
     char sha[32];
     bool has_sha;
+    /* The delivery columns an insert writes: dstate, dnext_us (0: NULL). */
+    int dstate;
+    int64_t dnext_us;
 };
 
 struct undo {
@@ -218,7 +237,7 @@ struct fconn {
     bool failed;                   /* the open group failed: skip to the Sync */
     struct undo *undo;
     size_t nundo, capundo;
-    char prepared[32][16];
+    char prepared[64][16];         /* the names PQsendPrepare sent (the store prepares 45) */
     unsigned nprepared;
     char err[256];
 };
@@ -325,7 +344,7 @@ static struct frow *row_by_id(int64_t id)
 }
 
 /* The store's COLS (store/pg_sql.c) [, inserted]. */
-#define ROW_COLS 12
+#define ROW_COLS 18
 
 static void put_row(struct fres *res, int i, const struct frow *r)
 {
@@ -341,6 +360,21 @@ static void put_row(struct fres *res, int i, const struct frow *r)
     res_set(res, i, 9, r->headers);
     res_set(res, i, 10, r->verified);
     res_set(res, i, 11, r->client_addr);
+    res_set_int(res, i, 12, r->dstate, 2);
+    res_set_int(res, i, 13, 0, 4);
+    res_set(res, i, 14, NULL);
+    res_set(res, i, 15, NULL);
+    if (r->dnext_us != 0)
+        res_set_i64(res, i, 16, r->dnext_us);
+    res_set(res, i, 17, NULL);
+}
+
+/* An insert's delivery parameters from i on: dstate, dnext_us (the lease
+ * is not kept). */
+static void set_delivery(struct frow *r, const struct fpq_stmt *s, int i)
+{
+    r->dstate = (int)fpq_param_i64(s, i);
+    r->dnext_us = s->param[i + 1] != NULL ? fpq_param_i64(s, i + 1) : 0;
 }
 
 static char *param_dup(const struct fpq_stmt *s, int i)
@@ -350,10 +384,10 @@ static char *param_dup(const struct fpq_stmt *s, int i)
 
 /* ins_hook: $1 source, $2 event_type, $3 received_us, $4 body, $5
  * content_type, $6 delivery_id, $7 body_sha256, $8 headers, $9 verified,
- * $10 client_addr. */
+ * $10 client_addr, $11-$14 the delivery. */
 static struct fres *answer_hook(struct fconn *c, const struct fpq_stmt *s)
 {
-    assert(s->nparams == 10);
+    assert(s->nparams == 14);
     if (s->param[0] == NULL || s->param[1] == NULL || s->param[3] == NULL)
         return res_error("23502", "ERROR:  null value violates not-null constraint\n"
                                   "DETAIL:  Failing row contains (...).");
@@ -388,6 +422,7 @@ static struct fres *answer_hook(struct fconn *c, const struct fpq_stmt *s)
     r->headers = param_dup(s, 7);
     r->verified = param_dup(s, 8);
     r->client_addr = param_dup(s, 9);
+    set_delivery(r, s, 10);
     res_set_i64(res, 0, 0, r->id);
     res_set_i64(res, 0, 1, r->received_us);
     res_set_bool(res, 0, 2, true);
@@ -420,7 +455,7 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
         return answer_hook(c, s);
     if (strcmp(s->name, "ins") == 0 || strcmp(s->name, "ins_idem") == 0) {
         bool idem = s->name[3] == '_';
-        assert(s->nparams == (idem ? 5 : 4));
+        assert(s->nparams == (idem ? 9 : 8));
         if (s->param[0] == NULL || s->param[1] == NULL)
             return res_error("23502", "ERROR:  null value violates not-null constraint");
         if (idem && s->param[4] != NULL) {
@@ -438,6 +473,7 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
         }
         size_t k = row_add(c, s->param[0], s->param[1], s->param[2], fpq_param_i64(s, 3),
                            idem ? s->param[4] : NULL);
+        set_delivery(&F.rows[k], s, idem ? 5 : 4);
         if (!idem) {
             res = res_new(PGRES_TUPLES_OK, 1, 1);
             res->binary = s->result_format == 1;
@@ -466,11 +502,18 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
         snprintf(res->cmd, sizeof res->cmd, "%d", r != NULL);
         return res;
     }
-    if (strncmp(s->name, "list", 4) == 0) {
-        int bits = s->name[4] - '0';
-        assert(bits >= 0 && bits < 8 && s->nparams == 7);
+    /* The lists: listN (newest first), lfailN and lpendN (a delivery state
+     * written in), lascN (oldest first, from $9). */
+    bool asc = strncmp(s->name, "lasc", 4) == 0;
+    int state = strncmp(s->name, "lfail", 5) == 0 ? 3 : strncmp(s->name, "lpend", 5) == 0 ? 1 : -2;
+    if (strncmp(s->name, "list", 4) == 0 || asc || state != -2) {
+        int bits = s->name[strlen(s->name) - 1] - '0';
+        assert(bits >= 0 && bits < 8 && s->nparams == 9);
         int64_t before = fpq_param_i64(s, 2);
         int64_t limit = s->param[3] != NULL ? fpq_param_i64(s, 3) : INT64_MAX;
+        int64_t after = fpq_param_i64(s, 8);
+        if (state == -2)
+            state = (int)fpq_param_i64(s, 7);
         /* $6, $7: the time bounds, exclusive, binary timestamptz (from
          * 2000-01-01; -infinity and infinity at the ends of int8). */
         int64_t after_us = fpq_param_i64(s, 5), before_us = fpq_param_i64(s, 6);
@@ -480,9 +523,14 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
             before_us += FPQ_PG_EPOCH_US;
         const struct frow *hit[256];
         int n = 0;
-        for (size_t i = F.nrows; i-- > 0 && n < limit && n < 256;) {
+        for (size_t k = 0; k < F.nrows && n < limit && n < 256; k++) {
+            size_t i = asc ? k : F.nrows - 1 - k;
             const struct frow *r = &F.rows[i];
             if (!r->live || r->id >= before || r->received_us <= after_us || r->received_us >= before_us)
+                continue;
+            if (asc && r->id <= after)
+                continue;
+            if (state >= 0 && r->dstate != state)
                 continue;
             if ((bits & 1) && strcmp(r->source, s->param[0]) != 0)
                 continue;
@@ -666,7 +714,7 @@ static void act(struct fconn *c, size_t i, const struct fpq_reply *r)
             s->outcome = FPQ_FAILED;
         } else {
             s->outcome = FPQ_ANSWERED;
-            if (s->msg == FPQ_PREPARE && c->nprepared < 32)
+            if (s->msg == FPQ_PREPARE && c->nprepared < 64)
                 snprintf(c->prepared[c->nprepared++], sizeof c->prepared[0], "%s", s->name);
         }
     }
@@ -1093,6 +1141,13 @@ static void f_PQconninfoFree(PQconninfoOption *connOptions)
 static void f_PQfreemem(void *ptr)
 {
     free(ptr);
+}
+
+/* The scripted connections carry no LISTEN: never a notification. */
+static PGnotify *f_PQnotifies(PGconn *conn)
+{
+    (void)conn;
+    return NULL;
 }
 
 static PQnoticeProcessor f_PQsetNoticeProcessor(PGconn *conn, PQnoticeProcessor proc, void *arg)

@@ -7,8 +7,11 @@
  * The webhook statements answer in the result format the store asks for
  * (binary for rows: int8 as 8 bytes, bytea as its bytes, bool as one byte);
  * ins_hook stores an ingress row, deduplicated on (source, delivery id) as
- * the unique index does; the lists apply the time bounds ($6, $7, binary
- * timestamptz), and stats counts the live rows per source. The credential statements (tok_*, ses_*) keep no
+ * the unique index does; inserts keep the delivery state and due time they
+ * write; the lists (newest first, or oldest first from $9) apply the time
+ * bounds ($6, $7, binary timestamptz) and the delivery filter, and stats
+ * counts the live rows per source. The outbox, purge, feed-snapshot and
+ * notify statements are prepared only: executed, they fail. The credential statements (tok_*, ses_*) keep no
  * state: the fake answers as if their tables took every insert and held
  * nothing to read, revoke or delete. An error's primary message field is
  * its first line without the "ERROR:  " prefix, as libpq's. Single-threaded:
@@ -40,11 +43,11 @@ enum fpq_outcome {
     FPQ_LOST,      /* the connection dropped before it was answered */
 };
 
-#define FPQ_MAX_PARAMS 10
+#define FPQ_MAX_PARAMS 16
 /* timestamptz's binary form counts microseconds from 2000-01-01 UTC. */
 #define FPQ_PG_EPOCH_US INT64_C(946684800000000)
 /* The store's schema version (store/pg_sql.c: hk__pg_migrations). */
-#define FPQ_SCHEMA_CURRENT 3
+#define FPQ_SCHEMA_CURRENT 4
 
 struct fpq_stmt {
     unsigned conn;            /* connection serial, from 1 in connect order */

@@ -858,7 +858,7 @@ Test(pg_pipeline, idempotent_replay_returns_the_original_row)
     cr_assert_eq(first.row_id, fpq_row_id("S"));
     int64_t id = first.row_id, received = first.row_received_us;
     const struct fpq_stmt *s = fpq_send_at("ins_idem", "S", 0);
-    cr_assert_eq(s->nparams, 5);
+    cr_assert_eq(s->nparams, 9);
     cr_assert_str_eq(s->param[4], "k1");
     cr_assert_eq(fpq_param_i64(s, 3), received);
 
@@ -1123,7 +1123,8 @@ Test(pg_pipeline, startup_migrates_under_the_advisory_lock)
         "SET statement_timeout", "SELECT pg_advisory_lock(", "CREATE TABLE IF NOT EXISTS schema_version",
         "BEGIN", "SELECT coalesce(max(version), 0) FROM schema_version", "CREATE TABLE webhooks(",
         "CREATE TABLE api_tokens(", "ALTER TABLE webhooks ADD COLUMN body bytea",
-        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(3)", "COMMIT",
+        "ALTER TABLE webhooks ADD COLUMN dstate smallint",
+        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(4)", "COMMIT",
         "SELECT pg_advisory_unlock(",
     };
     struct ctx c;
@@ -1181,7 +1182,7 @@ Test(pg_pipeline, startup_migrates_a_version_2_schema)
     struct ctx c;
     fpq_set_schema(2);
     ctx_open(&c, 1, 2000);
-    cr_assert_eq(fpq_schema(), 3);
+    cr_assert_eq(fpq_schema(), FPQ_SCHEMA_CURRENT);
     unsigned older = 0, ingress = 0;
     for (size_t i = 0; i < fpq_nstmts(); i++) {
         const struct fpq_stmt *s = fpq_stmt_at(i);
@@ -1290,7 +1291,7 @@ Test(pg_pipeline, ingress_insert_is_byte_exact_and_dedups_on_the_delivery_id)
     /* Every field went as a binary parameter, the body byte for byte. */
     const struct fpq_stmt *s = fpq_send_at("ins_hook", "gh", 0);
     cr_assert_not_null(s);
-    cr_assert_eq(s->nparams, 10);
+    cr_assert_eq(s->nparams, 14);
     cr_assert_eq(s->result_format, 1);
     cr_assert_str_eq(s->param[1], "push");
     cr_assert_eq(fpq_param_i64(s, 2), a.op.row.received_us);
@@ -1426,7 +1427,7 @@ Test(pg_pipeline, list_filters_on_the_delivery_id)
     cr_assert_eq(r.ids[1], h[0].row_id);
     const struct fpq_stmt *s = fpq_send_at("list4", NULL, 0);
     cr_assert_not_null(s);
-    cr_assert_eq(s->nparams, 7);
+    cr_assert_eq(s->nparams, 9);
     cr_assert_str_eq(s->param[4], "d1");
     cr_assert_eq(fpq_param_i64(s, 5), INT64_MIN, "no time bound: -infinity");
     cr_assert_eq(fpq_param_i64(s, 6), INT64_MAX, "no time bound: infinity");
@@ -1517,7 +1518,7 @@ Test(pg_pipeline, list_time_bounds_are_parameters_6_and_7)
     cr_assert_eq(r.ids[1], id[2]);
     const struct fpq_stmt *s = fpq_send_at("list0", NULL, 0);
     cr_assert_not_null(s);
-    cr_assert_eq(s->nparams, 7);
+    cr_assert_eq(s->nparams, 9);
     cr_assert_eq(s->len[5], 8);
     cr_assert_eq(fpq_param_i64(s, 5), 2000 - FPQ_PG_EPOCH_US);
     cr_assert_eq(fpq_param_i64(s, 6), 5000 - FPQ_PG_EPOCH_US);

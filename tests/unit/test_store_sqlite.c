@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -78,6 +80,10 @@ struct got {
     bool has_sha;
     uint8_t sha[32];
     char ctype[64], delivery[64], headers[128], verified[128], client[64];
+    /* The last row's delivery. */
+    int dstate, dattempts, dstatus;
+    int64_t dnext_us, dupdated_us;
+    char derror[256];
 };
 
 static void copy_str(char *dst, size_t cap, const char *src, size_t n)
@@ -121,7 +127,13 @@ static void on_row(struct hk_store_op *op, const struct hk_webhook *row)
     KEEP(g->headers, row->headers, row->headers_len);
     KEEP(g->verified, row->verified, row->verified_len);
     KEEP(g->client, row->client_addr, row->client_addr_len);
+    KEEP(g->derror, row->delivery.last_error, row->delivery.last_error_len);
 #undef KEEP
+    g->dstate = row->delivery.state;
+    g->dattempts = row->delivery.attempts;
+    g->dstatus = row->delivery.last_status;
+    g->dnext_us = row->delivery.next_us;
+    g->dupdated_us = row->delivery.updated_us;
 }
 
 static void on_done(struct hk_store_op *op)
@@ -307,7 +319,7 @@ static int64_t sql_int(const char *path, const char *sql)
 
 /* ---- schema ----------------------------------------------------------- */
 
-Test(store_sqlite, creates_schema_version_3_in_wal)
+Test(store_sqlite, creates_schema_version_4_in_wal)
 {
     struct ctx c;
     ctx_init(&c);
@@ -320,7 +332,7 @@ Test(store_sqlite, creates_schema_version_3_in_wal)
     cr_assert_eq(access(wal, F_OK), -1);
 
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
-    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 3);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 4);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
                                  " AND name IN ('webhooks_idem', 'webhooks_source_id',"
                                  " 'webhooks_event_type_id', 'sessions_expires',"
@@ -2085,7 +2097,7 @@ Test(store_sqlite, migrates_a_version_1_database)
     cr_assert_eq(token_list(&c, 1, &r), 0);
     cr_assert_eq(r.ntokens, 1);
     ctx_close(&c);
-    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 3);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 4);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
     rm_dir(&c);
 }
@@ -2640,7 +2652,7 @@ Test(store_sqlite, migrates_a_version_2_database)
     cr_assert_eq(token_list(&c, 0, &r), 0);
     cr_assert_eq(r.ntokens, 1);
     ctx_close(&c);
-    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 3);
+    cr_assert_eq(sql_int(c.path, "SELECT version FROM schema_version"), 4);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM schema_version"), 1);
     cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE body IS NULL"), 2);
     rm_dir(&c);
@@ -3036,5 +3048,458 @@ Test(store_sqlite, source_stats_stops_at_its_bound)
     cr_assert(strstr(plan, "SCAN w USING COVERING INDEX webhooks_source_id") != NULL, "%s", plan);
     cr_assert(strstr(plan, "SEARCH n USING INDEX webhooks_source_id (source=?)") != NULL, "%s", plan);
     cr_assert_null(strstr(plan, "TEMP B-TREE"), "%s", plan);
+    rm_dir(&c);
+}
+
+/* ---- forwarding and retention (docs/forwarding.md) --------------------- */
+
+/* An envelope insert to forward: pending, leased to `owner` until `lease_us`
+ * when owner != 0. */
+static int64_t insert_fwd(struct ctx *c, const char *src, const char *payload, int64_t owner, int64_t lease_us,
+                          struct got *out)
+{
+    struct hk_store_op op;
+    struct got g = {0};
+    op_insert(&op, &g, src, "push", payload, NULL);
+    op.row.delivery.state = HK_DLV_PENDING;
+    op.fwd.owner = owner;
+    op.fwd.lease_us = lease_us;
+    run_op(c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_eq(g.rows, 1);
+    int64_t id = g.id;
+    if (out)
+        *out = g;
+    else
+        got_free(&g);
+    return id;
+}
+
+static int claim(struct ctx *c, int64_t owner, int64_t lease_us, uint32_t limit, const char *const *fifo,
+                 size_t nfifo, struct got *g)
+{
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_CLAIM;
+    op.fwd.owner = owner;
+    op.fwd.lease_us = lease_us;
+    op.fwd.fifo = fifo;
+    op.fwd.nfifo = nfifo;
+    op.list.limit = limit;
+    op.on_row = on_row;
+    op.on_done = on_done;
+    op.data = g;
+    run_op(c, &op);
+    return g->status;
+}
+
+static int settle(struct ctx *c, int64_t id, int64_t owner, int state, int attempts, int64_t next_us, int status,
+                  const char *error)
+{
+    struct hk_store_op op;
+    struct got g = {0};
+    op_by_id(&op, &g, HK_OP_SETTLE, id);
+    op.fwd.owner = owner;
+    op.row.delivery = (struct hk_delivery){.state = (uint8_t)state, .attempts = attempts, .next_us = next_us,
+                                           .last_status = status, .last_error = error,
+                                           .last_error_len = error ? strlen(error) : 0};
+    run_op(c, &op);
+    cr_assert_eq(g.rows, 0);
+    return g.status;
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+Test(store_sqlite, a_forwarded_insert_is_pending_from_its_receipt)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    struct got g;
+    int64_t id = insert_fwd(&c, "s", "{}", 0, 0, &g);
+    cr_assert_eq(g.dstate, HK_DLV_PENDING);
+    cr_assert_eq(g.dattempts, 0);
+    cr_assert_eq(g.dnext_us, g.received_us, "on_row reads as GET will");
+    got_free(&g);
+    cr_assert_eq(get(&c, id, &g), 0);
+    cr_assert_eq(g.dstate, HK_DLV_PENDING);
+    cr_assert_eq(g.dnext_us, g.received_us);
+    cr_assert_str_eq(g.derror, "(null)");
+    got_free(&g);
+    /* Not forwarded: NONE, whatever else the caller left in delivery. */
+    struct hk_store_op op;
+    op_insert(&op, &g, "s", "push", "{}", NULL);
+    op.row.delivery = (struct hk_delivery){.state = HK_DLV_FAILED, .attempts = 9};
+    run_op(&c, &op);
+    cr_assert_eq(g.dstate, HK_DLV_NONE);
+    cr_assert_eq(g.dattempts, 0);
+    int64_t plain = g.id;
+    got_free(&g);
+    cr_assert_eq(claim(&c, 7, now_us() + 60000000, 10, NULL, 0, &g), 0);
+    cr_assert_eq(g.nids, 1, "only the forwarded row is claimed");
+    cr_assert_eq(g.ids[0], id);
+    cr_assert_neq(g.ids[0], plain);
+    got_free(&g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, claims_lease_due_rows_once_until_the_lease_ends)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t t = now_us();
+    int64_t a = insert_fwd(&c, "s", "{\"n\":1}", 0, 0, NULL);
+    int64_t b = insert_fwd(&c, "s", "{\"n\":2}", 0, 0, NULL);
+    int64_t leased = insert_fwd(&c, "s", "{\"n\":3}", 5, t + 60000000, NULL);   /* the inserter sends it */
+    struct got g = {0};
+    cr_assert_eq(claim(&c, 7, t + 60000000, 1, NULL, 0, &g), 0);
+    cr_assert_eq(g.nids, 1, "the limit holds");
+    cr_assert_eq(g.ids[0], a, "oldest due first");
+    cr_assert_str_eq(g.payload, "{\"n\":1}", "the row comes whole");
+    got_free(&g);
+    cr_assert_eq(claim(&c, 8, t + 60000000, 10, NULL, 0, &g), 0);
+    cr_assert_eq(g.nids, 1, "a and the inserter's row are leased");
+    cr_assert_eq(g.ids[0], b);
+    got_free(&g);
+    cr_assert_eq(claim(&c, 9, t + 60000000, 10, NULL, 0, &g), 0);
+    cr_assert_eq(g.nids, 0);
+    got_free(&g);
+    /* A lease that ended (its holder died): claimable again. */
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE dlease_owner IS NOT NULL"), 3);
+    ctx_close(&c);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(c.path, &db), SQLITE_OK);
+    char sql[160];
+    snprintf(sql, sizeof sql, "UPDATE webhooks SET dlease_us = %" PRId64 " WHERE id = %" PRId64, t - 1, leased);
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    ctx_open(&c, false);
+    cr_assert_eq(claim(&c, 9, now_us() + 60000000, 10, NULL, 0, &g), 0);
+    cr_assert_eq(g.nids, 1);
+    cr_assert_eq(g.ids[0], leased);
+    got_free(&g);
+    /* Bad claims. */
+    cr_assert_eq(claim(&c, 0, t, 10, NULL, 0, &g), HK_EINVAL, "an owner is required");
+    got_free(&g);
+    cr_assert_eq(claim(&c, 9, t, 0, NULL, 0, &g), HK_EINVAL, "a limit is required");
+    got_free(&g);
+    cr_assert_eq(claim(&c, 9, t, 1001, NULL, 0, &g), HK_EINVAL);
+    got_free(&g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, settle_needs_the_lease_and_a_row)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t t = now_us();
+    int64_t id = insert_fwd(&c, "s", "{}", 7, t + 60000000, NULL);
+    cr_assert_eq(settle(&c, id, 8, HK_DLV_DELIVERED, 1, 0, 200, NULL), HK_ECONFLICT, "a stranger's lease");
+    struct got g = {0};
+    cr_assert_eq(get(&c, id, &g), 0);
+    cr_assert_eq(g.dstate, HK_DLV_PENDING, "nothing changed");
+    got_free(&g);
+    /* The owner: a retry in the future, then not due. */
+    cr_assert_eq(settle(&c, id, 7, HK_DLV_PENDING, 1, t + 3600000000LL, 503, "HTTP 503"), 0);
+    cr_assert_eq(get(&c, id, &g), 0);
+    cr_assert_eq(g.dstate, HK_DLV_PENDING);
+    cr_assert_eq(g.dattempts, 1);
+    cr_assert_eq(g.dstatus, 503);
+    cr_assert_str_eq(g.derror, "HTTP 503");
+    cr_assert_eq(g.dnext_us, t + 3600000000LL);
+    cr_assert_gt(g.dupdated_us, 0);
+    got_free(&g);
+    cr_assert_eq(claim(&c, 9, now_us() + 60000000, 10, NULL, 0, &g), 0);
+    cr_assert_eq(g.nids, 0, "not due yet");
+    got_free(&g);
+    /* No lease now: anyone may settle (the lease ended with the settle). */
+    cr_assert_eq(settle(&c, id, 9, HK_DLV_FAILED, 2, 0, 410, "HTTP 410"), 0);
+    cr_assert_eq(get(&c, id, &g), 0);
+    cr_assert_eq(g.dstate, HK_DLV_FAILED);
+    cr_assert_eq(g.dstatus, 410);
+    got_free(&g);
+    cr_assert_eq(del(&c, id), 0);
+    cr_assert_eq(settle(&c, id, 7, HK_DLV_DELIVERED, 1, 0, 200, NULL), HK_ENOTFOUND);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, redeliver_queues_a_row_again)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t id = insert_fwd(&c, "s", "{}", 7, now_us() + 60000000, NULL);
+    cr_assert_eq(settle(&c, id, 7, HK_DLV_FAILED, 12, 0, 500, "HTTP 500"), 0);
+    int64_t plain = insert(&c, "s", "push", "{}");
+    struct hk_store_op op;
+    struct got g = {0};
+    op_by_id(&op, &g, HK_OP_REDELIVER, id);
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(g.dstate, HK_DLV_PENDING);
+    cr_assert_eq(g.dattempts, 0);
+    cr_assert_eq(g.dstatus, 500, "the last outcome stays for the record");
+    got_free(&g);
+    op_by_id(&op, &g, HK_OP_REDELIVER, plain);
+    run_op(&c, &op);
+    cr_assert_eq(g.status, 0, "a row stored without forwarding may be sent too");
+    got_free(&g);
+    op_by_id(&op, &g, HK_OP_REDELIVER, 999999);
+    run_op(&c, &op);
+    cr_assert_eq(g.status, HK_ENOTFOUND);
+    cr_assert_eq(g.rows, 0);
+    got_free(&g);
+    cr_assert_eq(claim(&c, 9, now_us() + 60000000, 10, NULL, 0, &g), 0);
+    cr_assert_eq(g.nids, 2);
+    got_free(&g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, fifo_sources_give_one_row_at_a_time)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t a1 = insert_fwd(&c, "a", "{}", 0, 0, NULL);
+    int64_t a2 = insert_fwd(&c, "a", "{}", 0, 0, NULL);
+    int64_t b1 = insert_fwd(&c, "b", "{}", 0, 0, NULL);
+    int64_t b2 = insert_fwd(&c, "b", "{}", 0, 0, NULL);
+    static const char *const fifo[] = {"a", "x\"y"};
+    int64_t lease = now_us() + 60000000;
+    struct got g = {0};
+    cr_assert_eq(claim(&c, 7, lease, 10, fifo, 2, &g), 0);
+    cr_assert_eq(g.nids, 3, "a's first, and b's both (b is parallel)");
+    cr_assert_eq(g.ids[0], a1);
+    cr_assert_eq(g.ids[1], b1);
+    cr_assert_eq(g.ids[2], b2);
+    got_free(&g);
+    cr_assert_eq(claim(&c, 7, lease, 10, fifo, 2, &g), 0);
+    cr_assert_eq(g.nids, 0, "a2 waits for a1");
+    got_free(&g);
+    cr_assert_eq(settle(&c, a1, 7, HK_DLV_PENDING, 1, now_us() - 1, 503, "HTTP 503"), 0);
+    cr_assert_eq(claim(&c, 7, lease, 10, fifo, 2, &g), 0);
+    cr_assert_eq(g.nids, 1, "a1 again, not a2: a retry keeps its place");
+    cr_assert_eq(g.ids[0], a1);
+    got_free(&g);
+    cr_assert_eq(settle(&c, a1, 7, HK_DLV_DELIVERED, 2, 0, 200, NULL), 0);
+    cr_assert_eq(claim(&c, 7, lease, 10, fifo, 2, &g), 0);
+    cr_assert_eq(g.nids, 1);
+    cr_assert_eq(g.ids[0], a2);
+    got_free(&g);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+static struct hk_purge_op purge(struct ctx *c, struct hk_purge_op p)
+{
+    struct hk_store_op op;
+    struct got g = {0};
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_PURGE;
+    op.purge = &p;
+    op.on_done = on_done;
+    op.data = &g;
+    run_op(c, &op);
+    cr_assert_eq(g.status, 0);
+    cr_assert_eq(g.rows, 0);
+    return p;
+}
+
+static int64_t count_rows(struct ctx *c, const char *where)
+{
+    ctx_close(c);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM webhooks%s%s", where ? " WHERE " : "", where ? where : "");
+    int64_t n = sql_int(c->path, sql);
+    ctx_open(c, false);
+    return n;
+}
+
+Test(store_sqlite, purge_deletes_by_age_cap_and_size_oldest_first)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t ids[40];
+    insert_many(&c, 20, "a", "push", ids);
+    insert_many(&c, 20, "b", "push", ids + 20);
+    int64_t pending = insert_fwd(&c, "a", "{}", 0, 0, NULL);
+    int64_t cut = now_us();
+    int64_t late = insert(&c, "a", "push", "{}");
+
+    /* Age, in batches of 15, keeping the pending row. */
+    struct hk_purge_op p = purge(&c, (struct hk_purge_op){.before_us = cut, .keep_pending = true, .limit = 15});
+    cr_assert_eq(p.deleted, 15);
+    cr_assert_gt(p.store_bytes, 0);
+    p = purge(&c, (struct hk_purge_op){.before_us = cut, .keep_pending = true, .limit = 15});
+    cr_assert_eq(p.deleted, 15);
+    p = purge(&c, (struct hk_purge_op){.before_us = cut, .keep_pending = true, .limit = 15});
+    cr_assert_eq(p.deleted, 10, "a short batch: done");
+    struct got g = {0};
+    cr_assert_eq(get(&c, pending, &g), 0, "the pending row stays");
+    got_free(&g);
+    cr_assert_eq(get(&c, late, &g), 0, "a new row stays");
+    got_free(&g);
+    cr_assert_eq(get(&c, ids[39], &g), HK_ENOTFOUND);
+    got_free(&g);
+
+    /* A row cap per source and the others left alone. */
+    insert_many(&c, 10, "a", "push", ids);
+    insert_many(&c, 10, "b", "push", ids + 10);
+    p = purge(&c, (struct hk_purge_op){.keep_rows = 3, .source = "a", .limit = 100});
+    cr_assert_eq(p.deleted, 12 - 3 + 0, "a had the pending, the late and 10 more: 12, keeps 3");
+    cr_assert_eq(count_rows(&c, "source = 'a'"), 3);
+    cr_assert_eq(count_rows(&c, "source = 'b'"), 10);
+    cr_assert_eq(get(&c, ids[9], &g), 0, "the newest of a stays");
+    got_free(&g);
+    /* The global cap, except a. */
+    static const char *const except[] = {"a"};
+    p = purge(&c, (struct hk_purge_op){.keep_rows = 4, .except = except, .nexcept = 1, .limit = 100});
+    cr_assert_eq(p.deleted, 6);
+    cr_assert_eq(count_rows(&c, "source = 'b'"), 4, "the cap counts the rows it governs");
+    cr_assert_eq(count_rows(&c, "source = 'a'"), 3, "a untouched");
+    /* A size cap's step: the oldest n, whatever their age. */
+    insert_many(&c, 10, "c", "push", ids);
+    p = purge(&c, (struct hk_purge_op){.oldest = 4, .limit = 100});
+    cr_assert_eq(p.deleted, 4);
+    cr_assert_eq(count_rows(&c, NULL), 3 + 4 + 10 - 4);
+    cr_assert_eq(count_rows(&c, "source = 'a'"), 0, "a's were the oldest");
+    cr_assert_eq(count_rows(&c, "source = 'b'"), 3);
+    /* Nothing selected: nothing deleted. */
+    p = purge(&c, (struct hk_purge_op){.limit = 100});
+    cr_assert_eq(p.deleted, 0);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, purge_gives_the_pages_back)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    char big[1000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    for (int i = 0; i < 3000; i++) {
+        big[i % 900] = (char)('a' + i % 26);   /* no two alike: nothing to share */
+        insert(&c, "s", "push", big);
+    }
+    struct hk_purge_op p = purge(&c, (struct hk_purge_op){.oldest = 1, .limit = 1});
+    uint64_t full = p.store_bytes;
+    cr_assert_gt(full, 2u * 1024 * 1024);
+    p = purge(&c, (struct hk_purge_op){.oldest = 2990, .limit = 5000});
+    cr_assert_eq(p.deleted, 2990);
+    cr_assert_lt(p.store_bytes, full / 10, "%" PRIu64 " of %" PRIu64, p.store_bytes, full);
+    ctx_close(&c);
+    struct stat sb;
+    cr_assert_eq(stat(c.path, &sb), 0);
+    cr_assert_lt((uint64_t)sb.st_size, full / 4, "the file shrank: %lld bytes", (long long)sb.st_size);
+    cr_assert_eq(sql_int(c.path, "PRAGMA auto_vacuum"), 2);
+    rm_dir(&c);
+}
+
+Test(store_sqlite, a_file_without_auto_vacuum_is_converted_once)
+{
+    struct ctx c;
+    ctx_init(&c);
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(c.path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "CREATE TABLE t(x); DROP TABLE t;", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    cr_assert_eq(sql_int(c.path, "PRAGMA auto_vacuum"), 0);
+    ctx_open(&c, false);
+    insert(&c, "s", "push", "{}");
+    ctx_close(&c);
+    cr_assert_eq(sql_int(c.path, "PRAGMA auto_vacuum"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 1);
+    rm_dir(&c);
+}
+
+static void list_asc(struct ctx *c, struct hk_list_query q, struct got *g)
+{
+    struct hk_store_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = HK_OP_LIST;
+    op.list = q;
+    op.on_row = on_row;
+    op.on_done = on_done;
+    op.data = g;
+    run_op(c, &op);
+    cr_assert_eq(g->status, 0);
+    while (op.more) {
+        int before = g->dones;
+        hk_store_list_next(c->sl, &op);
+        uv_run(&c->loop, UV_RUN_DEFAULT);
+        cr_assert_eq(g->dones, before + 1);
+        cr_assert_eq(g->status, 0);
+    }
+}
+
+Test(store_sqlite, lists_oldest_first_after_an_id_and_by_delivery_state)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t ids[10];
+    insert_many(&c, 10, "s", "push", ids);
+    int64_t f1 = insert_fwd(&c, "s", "{}", 7, now_us() + 60000000, NULL);
+    int64_t f2 = insert_fwd(&c, "t", "{}", 7, now_us() + 60000000, NULL);
+    cr_assert_eq(settle(&c, f1, 7, HK_DLV_FAILED, 3, 0, 400, "HTTP 400"), 0);
+    struct got g = {0};
+    list_asc(&c, (struct hk_list_query){.ascending = true, .after = ids[3], .limit = 3, .stream = true}, &g);
+    cr_assert_eq(g.nids, 8, "ids[4..9], f1, f2");
+    for (size_t i = 1; i < g.nids; i++)
+        cr_assert_gt(g.ids[i], g.ids[i - 1], "oldest first");
+    cr_assert_eq(g.ids[0], ids[4]);
+    cr_assert_eq(g.max_batch, 3);
+    got_free(&g);
+    list_asc(&c, (struct hk_list_query){.ascending = true, .after = ids[3], .before = ids[6], .limit = 50}, &g);
+    cr_assert_eq(g.nids, 2);
+    got_free(&g);
+    list_asc(&c, (struct hk_list_query){.ascending = true, .source = "t", .source_len = 1, .limit = 50}, &g);
+    cr_assert_eq(g.nids, 1);
+    cr_assert_eq(g.ids[0], f2);
+    got_free(&g);
+    list_asc(&c, (struct hk_list_query){.delivery = HK_DLV_FAILED + 1, .limit = 50}, &g);
+    cr_assert_eq(g.nids, 1, "newest first, failed only");
+    cr_assert_eq(g.ids[0], f1);
+    cr_assert_eq(g.dstate, HK_DLV_FAILED);
+    got_free(&g);
+    list_asc(&c, (struct hk_list_query){.delivery = HK_DLV_PENDING + 1, .ascending = true, .limit = 50}, &g);
+    cr_assert_eq(g.nids, 1);
+    cr_assert_eq(g.ids[0], f2);
+    got_free(&g);
+    list_asc(&c, (struct hk_list_query){.delivery = HK_DLV_NONE + 1, .limit = 50}, &g);
+    cr_assert_eq(g.nids, 10);
+    got_free(&g);
+    ctx_close(&c);
+
+    /* The failed filter walks its partial index. */
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(c.path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN SELECT id FROM webhooks WHERE dstate = 3 AND"
+                                        " received_us > ?6 AND received_us < ?7 AND id < ?3 AND id > ?9"
+                                        " ORDER BY id DESC LIMIT ?4", -1, &st, NULL), SQLITE_OK);
+    char plan[512] = "";
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        size_t len = strlen(plan);
+        snprintf(plan + len, sizeof plan - len, "%s;", (const char *)sqlite3_column_text(st, 3));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    cr_assert(strstr(plan, "webhooks_failed") != NULL, "%s", plan);
     rm_dir(&c);
 }

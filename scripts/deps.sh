@@ -10,12 +10,15 @@ set -euo pipefail
 
 # libpq-dev: libpq's headers (hookd loads libpq itself only when DATABASE_URL is set).
 # libhiredis-dev: Redis for sessions (HOOKD_REDIS_URL), async on the loop.
+# libcurl4-openssl-dev: libcurl's headers (hookd loads libcurl itself only
+# when it forwards: K_SINK or HOOKD_FORWARD_URL).
 run_pkgs=(build-essential pkg-config meson ninja-build libuv1-dev node-llhttp
-          libsqlite3-dev libjansson-dev libssl-dev libpq-dev libhiredis-dev)
+          libsqlite3-dev libjansson-dev libssl-dev libpq-dev libhiredis-dev
+          libcurl4-openssl-dev)
 # clang and its runtime are for the libFuzzer smoke run, PostgreSQL for the
 # pg store backend, curl for poking a running server by hand, wrk for the
 # benchmark harness's smoke run (bench/tests/smoke.py).
-test_pkgs=(libcriterion-dev libcurl4-openssl-dev clang libclang-rt-14-dev
+test_pkgs=(libcriterion-dev clang libclang-rt-14-dev
            postgresql redis-server curl wrk)
 # gnuplot-nox rather than gnuplot: the metapackage picks gnuplot-qt and drags
 # in Qt and X11 for a machine that only writes PNGs.

@@ -98,7 +98,8 @@ manifests:
 	@ninja -C build hookd
 	v=$$(build/hookd --version | cut -d' ' -f2) && \
 	build/hookd manifest knative --image dev.local/hookd:$$v >deploy/knative/service.yaml && \
-	build/hookd manifest kubernetes --image dev.local/hookd:$$v >deploy/kubernetes/hookd.yaml
+	build/hookd manifest kubernetes --image dev.local/hookd:$$v >deploy/kubernetes/hookd.yaml && \
+	build/hookd manifest knative --image dev.local/hookd:$$v --sink-broker default >deploy/knative/service-with-broker.yaml
 
 clean:
 	rm -rf build/ build-*/

@@ -30,7 +30,7 @@ bench_pkgs=(gnuplot-nox nginx-light hyperfine dpkg-dev)
 # and the CA bundle goes into it for libpq's TLS. The test door has them too,
 # as the image test builds images (installing takes about 20 s, once), with
 # python3-yaml for the manifest test and systemd for systemd-socket-activate.
-image_pkgs=(umoci skopeo ca-certificates)
+image_pkgs=(umoci skopeo ca-certificates libcurl4)
 test_pkgs+=("${image_pkgs[@]}" python3-yaml systemd)
 # make image-run: podman, with runc (crun cannot start containers here).
 podman_pkgs=(podman runc)

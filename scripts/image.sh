@@ -3,9 +3,10 @@
 # Builds hookd's OCI image FROM scratch without a container engine: one layer
 # holding the release binary, exactly the shared libraries it loads (ldd's
 # list, plus what it dlopen()s: libcrypto for HOOKD_WEBHOOK_SECRET, libpq for
-# DATABASE_URL, and their own dependencies), the dynamic loader, /etc/passwd
-# and /etc/group with user 65532, an empty /data owned by that user, and the
-# CA bundle (for libpq's sslrootcert). umoci assembles the image, skopeo
+# DATABASE_URL, libcurl for forwarding (K_SINK), and their own dependencies),
+# the dynamic loader, /etc/passwd and /etc/group with user 65532, an empty
+# /data owned by that user, and the CA bundle (for libpq's sslrootcert and
+# libcurl's https). umoci assembles the image, skopeo
 # writes the archives.
 #
 #   scripts/image.sh [--no-build] [--slim] [--out DIR] [BUILD_DIR]
@@ -84,7 +85,7 @@ trap 'rm -rf "$work"' EXIT
 # it dlopen()s (by the same soname it passes to dlopen). Paths are kept as the
 # loader resolved them; /lib/x86_64-linux-gnu is in its built-in search path,
 # so no ld.so.cache is needed in the image.
-dlopened=(libcrypto.so.3 libpq.so.5)
+dlopened=(libcrypto.so.3 libpq.so.5 libcurl.so.4)
 targets=("$bin")
 if [ "$slim" = 0 ]; then
     for so in "${dlopened[@]}"; do

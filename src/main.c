@@ -373,7 +373,8 @@ int main(int argc, char **argv)
     int port = 0;
     api = hk_api_new(&cfg, store, t_start);
     the_api = api;
-    if (hk_api_prepare(api, err, sizeof err) < 0 || hk_api_sources_load(api, err, sizeof err) < 0) {
+    if (hk_api_prepare(api, err, sizeof err) < 0 || hk_api_sources_load(api, err, sizeof err) < 0 ||
+        hk_api_start_outbound(api, err, sizeof err) < 0) {
         log_failure("cannot start", (const char *const[]){"error", err, NULL});
         rc = 2;
         goto out;

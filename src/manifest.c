@@ -25,6 +25,7 @@ struct mopts {
     char secret_buf[80];
     long min_scale, max_scale, target, concurrency, timeout_s, replicas, drain_s;
     const char *cpu_request, *cpu_limit, *mem_request, *mem_limit;
+    const char *sink_broker;   /* Knative: a SinkBinding to this Broker, or NULL */
     bool startup_probe;
 };
 
@@ -44,6 +45,8 @@ static void usage(FILE *f)
             "  --container-concurrency N   Knative: hard limit per pod, 0 = none [200]\n"
             "  --timeout-seconds N         Knative: request timeout and grace period [60]\n"
             "  --no-startup-probe          Knative: omit the startup probe (see deploy/README.md)\n"
+            "  --sink-broker NAME          Knative: also a SinkBinding that sets K_SINK to the Broker NAME,\n"
+            "                              so every stored webhook goes to it as a CloudEvent\n"
             "  --replicas N                Kubernetes: Deployment replicas [1]\n"
             "  --drain-seconds N           HOOKD_DRAIN_TIMEOUT on SIGTERM [30]\n"
             "  --cpu-request Q --cpu-limit Q --memory-request Q --memory-limit Q\n"
@@ -132,6 +135,7 @@ static int set_flag(struct mopts *o, const char *name, const char *v)
         {"--cpu-limit", NULL, 0, 0, &o->cpu_limit},
         {"--memory-request", NULL, 0, 0, &o->mem_request},
         {"--memory-limit", NULL, 0, 0, &o->mem_limit},
+        {"--sink-broker", NULL, 0, 0, &o->sink_broker},
         {"--min-scale", &o->min_scale, 0, 10000, NULL},
         {"--max-scale", &o->max_scale, 0, 10000, NULL},
         {"--target", &o->target, 1, 100000, NULL},
@@ -184,6 +188,10 @@ static int check_opts(struct mopts *o)
         return bad("%s", "--max-scale is below --min-scale");
     if (o->drain_s >= o->timeout_s && strcmp(o->kind, "knative") == 0)
         return bad("%s", "--drain-seconds must be below --timeout-seconds (Knative's grace period)");
+    if (o->sink_broker && strcmp(o->kind, "knative") != 0)
+        return bad("%s", "--sink-broker is for knative (a Deployment takes HOOKD_FORWARD_URL)");
+    if (o->sink_broker && !dns_subdomain(o->sink_broker))
+        return bad("invalid --sink-broker \"%s\": expected a DNS subdomain", o->sink_broker);
     return 0;
 }
 
@@ -326,6 +334,20 @@ static void knative(FILE *f, const struct mopts *o)
     fprintf(f, "      containers:\n");
     container(f, o, "        ", true);
     volumes(f, "      ");
+    if (!o->sink_broker)
+        return;
+    /* Knative Eventing injects K_SINK (the Broker's address) into the
+     * Service's pods: hookd forwards every stored webhook there as a
+     * CloudEvent, through its outbox (docs/forwarding.md). */
+    fprintf(f, "---\napiVersion: sources.knative.dev/v1\nkind: SinkBinding\nmetadata:\n");
+    fprintf(f, "  name: %s-sink\n", o->name);
+    if (o->ns)
+        fprintf(f, "  namespace: %s\n", o->ns);
+    fprintf(f, "  labels:\n    app.kubernetes.io/name: %s\n", o->name);
+    fprintf(f, "spec:\n  subject:\n    apiVersion: serving.knative.dev/v1\n    kind: Service\n    name: %s\n",
+            o->name);
+    fprintf(f, "  sink:\n    ref:\n      apiVersion: eventing.knative.dev/v1\n      kind: Broker\n      name: %s\n",
+            o->sink_broker);
 }
 
 static void kubernetes(FILE *f, const struct mopts *o)

@@ -29,6 +29,11 @@ int hk_api_prepare(struct hk_api *a, char *err, size_t errlen);
  * the old ones); a bad one changes nothing. 0, or -1 with one line in err
  * naming the source and the field. A no-op without HOOKD_SOURCES. */
 int hk_api_sources_load(struct hk_api *a, char *err, size_t errlen);
+/* After the sources: the live feed's hub, the forwarder (K_SINK or
+ * HOOKD_FORWARD_URL: the URL checked, libcurl loaded) and the retention
+ * rules (docs/forwarding.md). 0, or -1 with one line in err. Without this
+ * call (tests driving loops in memory) none of them runs. */
+int hk_api_start_outbound(struct hk_api *a, char *err, size_t errlen);
 /* After every loop that used it has stopped. */
 void hk_api_free(struct hk_api *a);
 

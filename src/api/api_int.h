@@ -23,6 +23,12 @@
 #include "store/store.h"
 
 struct hk_sources;
+struct hk_forwarder;
+struct hk_fwd_loop;
+struct hk_stream_hub;
+struct hk_stream_loop;
+struct hk_retention;
+struct hk_retention_loop;
 struct hk_api_ingress;
 struct hk_api_gq;
 struct hk_gq_docs;
@@ -56,6 +62,9 @@ struct hk_api {
     struct hk_limiter *limiter;
     pthread_mutex_t limiter_mu;
     struct hk_ingress *ingress; /* POST /hooks/{source} (api/hooks.c) */
+    struct hk_forwarder *fwd;   /* forwarding, when a sink is configured (api/forward.c); else NULL */
+    struct hk_stream_hub *hub;  /* the live feed's hub (api/stream.c) */
+    struct hk_retention *retention; /* retention rules (api/retention.c); NULL: none */
 };
 
 /* One loop's application state, made on that loop's thread. */
@@ -74,6 +83,11 @@ struct hk_api_loop {
     unsigned ing_nfree;
     struct gq_arena_cache gq_cache;  /* GraphQL arena blocks between requests (api/graphql.c) */
     struct hk_gq_docs *gq_docs;      /* GraphQL documents that validated, for repeats (api/graphql.c) */
+    struct hk_fwd_loop *fwd;         /* this loop's forwarder (api/forward.c); NULL: forwarding off */
+    struct hk_stream_loop *stream;   /* this loop's live-feed clients (api/stream.c) */
+    struct hk_retention_loop *retention; /* the purge timer, on loop 0 (api/retention.c) */
+    unsigned bg_ops;                 /* store ops of no request in flight (hk_api_bg_begin) */
+    bool stopping;                   /* loop_stop ran: no new background op may start */
 };
 
 /* A request's credential while the gate checks it, and what it proved. */
@@ -142,6 +156,12 @@ void hk_api_refuse(struct hk_req *r, enum hk_reject why, int status, const char 
  * route's handler, or answer 401/403/429/503 (api/auth.c). */
 void hk_api_gate(struct hk_req *r, unsigned need);
 
+/* A store op that belongs to no request (forwarding, retention, the live
+ * feed's hub): begin before submit, end when its on_done has run (or
+ * submit failed). At stop the store detaches once none is in flight. */
+void hk_api_bg_begin(struct hk_api_loop *L);
+void hk_api_bg_end(struct hk_api_loop *L);
+
 /* Time a store op: begin before submit or list_next, end in on_done (or
  * when submit itself failed, with its error). */
 void hk_api_store_begin(struct hk_req *r);
@@ -156,6 +176,16 @@ unsigned hk_api_uri_of(int route);
 
 /* Does a comma-separated Accept value name `type` (parameters ignored)? */
 int hk_api_accepts(const char *v, size_t n, const char *type);
+
+/* A text query parameter, percent-decoded into buf + *used (cap bytes in
+ * all; *used moves past it): at most `max` bytes of UTF-8 without NUL.
+ * *out NULL when absent. 0, or -1 after answering 400. */
+int hk_api_query_text(struct hk_req *r, const char *name, size_t max, char *buf, size_t cap, size_t *used,
+                      const char **out, size_t *olen);
+
+/* ?delivery=none|pending|delivered|failed as hk_list_query.delivery (state
+ * + 1; 0 when absent): 0, or -1 after answering 400. */
+int hk_api_delivery_param(struct hk_req *r, uint8_t *out);
 
 /* A webhook id: 1..19 digits, no sign, > 0, fits int64. 0 or -1. */
 int hk_api_parse_id(const char *p, size_t n, int64_t *out);
@@ -177,6 +207,7 @@ void hk_api_session_delete(struct hk_req *r);
 void hk_api_hooks_post(struct hk_req *r);
 void hk_api_hooks_get(struct hk_req *r);
 void hk_api_webhook_body(struct hk_req *r);
+void hk_api_webhook_redeliver(struct hk_req *r);
 void hk_api_graphql(struct hk_req *r);
 void hk_api_graphql_schema(struct hk_req *r);
 void hk_api_graphql_init(void);

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "api/forward.h"
+#include "api/retention.h"
+#include "api/stream.h"
 #include "core/ascii.h"
 #include "auth/limiter.h"
 #include "core/clock.h"
@@ -30,16 +33,44 @@ static int loop_start(void *arg, struct hk_worker *w, void **out)
     L->obs = hk_obs_new(&w->loop, (unsigned)a->cfg->metrics_top_sources, a->cfg->access_log);
     if (a->redis)
         L->redis = hk_redis_attach(&w->loop, a->redis);
+    /* What can fail was checked at start (hk_api_start_outbound). */
+    hk_stream_loop_start(L);
+    hk_forward_loop_start(L);
+    hk_retention_loop_start(L);
     *out = L;
     return 0;
+}
+
+static void store_detach(struct hk_api_loop *L)
+{
+    if (L->sl)
+        L->api->store->vt->loop_detach(L->sl);
+    L->sl = NULL;
+}
+
+void hk_api_bg_begin(struct hk_api_loop *L)
+{
+    L->bg_ops++;
+}
+
+void hk_api_bg_end(struct hk_api_loop *L)
+{
+    if (--L->bg_ops == 0 && L->stopping)
+        store_detach(L);
 }
 
 static void loop_stop(void *data)
 {
     struct hk_api_loop *L = data;
-    if (L->sl)
-        L->api->store->vt->loop_detach(L->sl);
-    L->sl = NULL;
+    /* First what submits store ops of its own: none starts from here on.
+     * Those in flight finish, and the last one's end detaches the store
+     * (the store's own handles keep the loop running until then). */
+    L->stopping = true;
+    hk_retention_loop_stop(L);
+    hk_forward_loop_stop(L);
+    hk_stream_loop_stop(L);
+    if (L->bg_ops == 0)
+        store_detach(L);
     if (L->redis)
         hk_redis_detach(L->redis);
     L->redis = NULL;
@@ -52,6 +83,9 @@ static void loop_free(void *data)
     if (!L)
         return;
     hk_ingress_loop_free(L);
+    hk_retention_loop_free(L);
+    hk_forward_loop_free(L);
+    hk_stream_loop_free(L);
     gq_arena_cache_free(&L->gq_cache);
     hk_api_graphql_loop_free(L);
     hk_obs_free(L->obs);
@@ -194,6 +228,14 @@ struct hk_api *hk_api_new(const struct hk_config *cfg, struct hk_store *store, u
     return a;
 }
 
+int hk_api_start_outbound(struct hk_api *a, char *err, size_t errlen)
+{
+    if (hk_stream_new(a, &a->hub, err, errlen) < 0 || hk_forward_new(a, &a->fwd, err, errlen) < 0 ||
+        hk_retention_new(a, &a->retention, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
 const struct hk_app *hk_api_app(struct hk_api *a)
 {
     return &a->app;
@@ -206,6 +248,9 @@ void hk_api_free(struct hk_api *a)
     free(a->file_tokens);
     if (a->redis)
         hk_redis_cfg_free(a->redis);
+    hk_retention_free(a->retention);
+    hk_forward_free(a->fwd);
+    hk_stream_free(a->hub);
     hk_ingress_free(a->ingress);
     hk_limiter_free(a->limiter);
     pthread_mutex_destroy(&a->limiter_mu);

@@ -253,8 +253,19 @@ static size_t put_dec(char *out, int64_t v)
 /* A Webhook as the executor reads it (graphql.h's external objects): the
  * row's fields copied into the request's arena, read field by field
  * during completion - no JSON tree per row. */
+/* A row's Delivery (null when it was not forwarded). */
+struct xdelivery {
+    struct gq_ext ext;
+    uint8_t state;
+    const char *error;
+    size_t error_len;
+    char attempts[12], status[12], next[32], last[32];
+    uint8_t attempts_len, status_len, next_len, last_len;
+};
+
 struct xrow {
     struct gq_ext ext;
+    struct xdelivery dlv;             /* dlv.state NONE: delivery is null */
     const char *source, *event_type, *payload, *content_type, *delivery_id, *client_addr;
     size_t source_len, event_type_len, payload_len, content_type_len, delivery_id_len, client_addr_len;
     bool has_payload, ingress, has_sha;
@@ -291,10 +302,39 @@ static void xrow_field(const struct gq_ext *e, unsigned index, struct gq_xval *o
         }
         break;
     case GQ_WEBHOOK_BODY_SHA256: xput(o, w->sha, 64, w->has_sha); break;
+    case GQ_WEBHOOK_DELIVERY:
+        if (w->dlv.state != HK_DLV_NONE)
+            o->kind = GQ_X_OBJECT, o->obj = &w->dlv.ext;
+        break;
     }
 }
 
 static const struct gq_ext_vt xrow_vt = {xrow_field};
+
+static void xdelivery_field(const struct gq_ext *e, unsigned index, struct gq_xval *o)
+{
+    static const char *const states[] = {"NONE", "PENDING", "DELIVERED", "FAILED"};
+    const struct xdelivery *d = (const struct xdelivery *)e;
+    o->kind = GQ_X_NULL;
+    switch (index) {
+    case GQ_DELIVERY_STATE: xput(o, states[d->state], strlen(states[d->state]), true); break;
+    case GQ_DELIVERY_ATTEMPTS:
+        xput(o, d->attempts, d->attempts_len, true);
+        o->kind = GQ_X_INT;
+        break;
+    case GQ_DELIVERY_LAST_STATUS:
+        if (d->status_len) {
+            xput(o, d->status, d->status_len, true);
+            o->kind = GQ_X_INT;
+        }
+        break;
+    case GQ_DELIVERY_LAST_ERROR: xput(o, d->error, d->error_len, d->error != NULL); break;
+    case GQ_DELIVERY_NEXT_ATTEMPT_AT: xput(o, d->next, d->next_len, d->next_len > 0); break;
+    case GQ_DELIVERY_LAST_ATTEMPT_AT: xput(o, d->last, d->last_len, d->last_len > 0); break;
+    }
+}
+
+static const struct gq_ext_vt xdelivery_vt = {xdelivery_field};
 
 /* s[0..n) copied to *at (NULL stays NULL), which moves past it. */
 static const char *xcopy(char **at, const char *s, size_t n)
@@ -316,7 +356,8 @@ static struct xrow *xrow_of(struct gq_arena *a, const struct hk_webhook *w)
     const char *p;
     size_t pn;
     bool has_payload = hk_webhook_payload(w, &p, &pn);
-    size_t text = w->source_len + w->event_type_len + (has_payload ? pn : 0);
+    const struct hk_delivery *d = &w->delivery;
+    size_t text = w->source_len + w->event_type_len + (has_payload ? pn : 0) + d->last_error_len;
     if (w->ingress)
         text += w->content_type_len + w->delivery_id_len + w->client_addr_len;
     struct xrow *x = gq_alloc(a, sizeof *x + text);
@@ -339,6 +380,23 @@ static struct xrow *xrow_of(struct gq_arena *a, const struct hk_webhook *w)
     x->payload = has_payload ? xcopy(&at, p ? p : "", pn) : NULL;
     x->content_type = x->delivery_id = x->client_addr = NULL;
     x->has_sha = false;
+    struct xdelivery *xd = &x->dlv;
+    xd->state = d->state <= HK_DLV_FAILED ? d->state : HK_DLV_NONE;
+    if (xd->state != HK_DLV_NONE) {
+        xd->ext.vt = &xdelivery_vt;
+        xd->error = xcopy(&at, d->last_error, d->last_error_len);
+        xd->error_len = d->last_error_len;
+        xd->attempts_len = (uint8_t)put_dec(xd->attempts, d->attempts);
+        xd->status_len = d->last_status ? (uint8_t)put_dec(xd->status, d->last_status) : 0;
+        struct hk_buf t = {.p = xd->next, .cap = sizeof xd->next};
+        if (d->state == HK_DLV_PENDING && d->next_us)
+            hk_buf_put_iso_us(&t, d->next_us);
+        xd->next_len = (uint8_t)t.len;
+        t = (struct hk_buf){.p = xd->last, .cap = sizeof xd->last};
+        if (d->updated_us)
+            hk_buf_put_iso_us(&t, d->updated_us);
+        xd->last_len = (uint8_t)t.len;
+    }
     if (w->ingress) {
         x->content_type_len = w->content_type_len;
         x->delivery_id_len = w->delivery_id_len;
@@ -634,6 +692,12 @@ static void resolve_webhooks(struct root *rt, json_t *args, const struct gq_limi
     q->source = arg_str(args, "source", &q->source_len);
     q->event_type = arg_str(args, "eventType", &q->event_type_len);
     q->delivery_id = arg_str(args, "deliveryId", &q->delivery_id_len);
+    size_t dn;
+    const char *ds = arg_str(args, "delivery", &dn);   /* validated: one of the enum's values */
+    static const char *const states[] = {"NONE", "PENDING", "DELIVERED", "FAILED"};
+    for (uint8_t i = 0; ds && i < 4; i++)
+        if (strlen(states[i]) == dn && memcmp(states[i], ds, dn) == 0)
+            q->delivery = (uint8_t)(i + 1);
     if (time_arg(args, "receivedAfter", &q->received_after_us, rt) < 0 ||
         time_arg(args, "receivedBefore", &q->received_before_us, rt) < 0) {
         root_fail(rt, rt->err);

@@ -16,6 +16,8 @@
 #include <time.h>
 
 #include "api/api_int.h"
+#include "api/forward.h"
+#include "api/stream.h"
 #include "api/ingress.h"
 #include "core/ascii.h"
 #include "core/clock.h"
@@ -87,6 +89,18 @@ int hk_ingress_install(struct hk_ingress *g, struct hk_sources *s)
     if (old)
         hk_sources_unref(old);
     return 0;
+}
+
+struct hk_sources *hk_ingress_snapshot(struct hk_ingress *g)
+{
+    if (!g)
+        return NULL;
+    pthread_mutex_lock(&g->mu);
+    struct hk_sources *s = g->sources;
+    if (s)
+        hk_sources_ref(s);
+    pthread_mutex_unlock(&g->mu);
+    return s;
 }
 
 int hk_api_sources_load(struct hk_api *a, char *err, size_t errlen)
@@ -602,9 +616,12 @@ static void client_addr(struct hk_req *r, const struct hk_source *src, char *out
 
 static void insert_row(struct hk_store_op *op, const struct hk_webhook *row)
 {
-    (void)row;
     struct hk_req *r = op->data;
     api_req(r)->op.id = row->id;
+    if (!op->replayed) {
+        hk_forward_inserted(api_loop(r), op, row);
+        hk_stream_committed(api_loop(r), row->id);
+    }
 }
 
 static void insert_done(struct hk_store_op *op)
@@ -612,6 +629,7 @@ static void insert_done(struct hk_store_op *op)
     struct hk_req *r = op->data;
     struct hk_api_ingress *st = api_req(r)->ing;
     hk_api_store_end(r, HK_OP_INSERT, op->status);
+    hk_forward_insert_end(api_loop(r), op);
     /* The stored strings lived in the response body buffer until now. */
     struct hk_buf *b = hk_resp_body(r);
     b->len = 0;
@@ -751,9 +769,11 @@ void hk_api_hooks_post(struct hk_req *r)
     op->on_row = insert_row;
     op->on_done = insert_done;
     op->data = r;
+    hk_forward_prepare_insert(api_loop(r), op);
     hk_api_store_begin(r);
     int rc = hk_store_submit(api_loop(r)->sl, op);
     if (rc < 0) {
+        hk_forward_insert_end(api_loop(r), op);
         hk_api_store_end(r, HK_OP_INSERT, rc);
         b->len = 0;
         count_result(ing_of(r), st, HK_IRES_REJECTED, HK_IR_STORE);

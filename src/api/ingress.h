@@ -64,5 +64,8 @@ struct hk_ingress {
 /* Make `s` (a new reference, given to the call) the current snapshot;
  * requests holding the old one keep it until they end. */
 int hk_ingress_install(struct hk_ingress *g, struct hk_sources *s);
+/* A new reference to the current snapshot (hk_sources_unref when done), or
+ * NULL when there is none (no HOOKD_SOURCES, or g NULL). */
+struct hk_sources *hk_ingress_snapshot(struct hk_ingress *g);
 
 #endif

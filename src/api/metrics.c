@@ -5,7 +5,10 @@
 #include <stdlib.h>
 
 #include "api/api_int.h"
+#include "api/forward.h"
 #include "api/ingress.h"
+#include "api/retention.h"
+#include "api/stream.h"
 #include "obs/metrics.h"
 
 /* Copy the ingress counters out (relaxed reads: a scrape is a snapshot in
@@ -90,6 +93,11 @@ void hk_api_metrics(struct hk_req *r)
         ingress_in(g, &in.ingress, rows, vals, inames, rnames, hnames, hs);
     }
     hk_metrics_render(hk_resp_body(r), &in, L->obs);
+    /* The families of forwarding, the live feed and retention, which keep
+     * their own counters (docs/forwarding.md). */
+    hk_forward_metrics(L->api->fwd, hk_resp_body(r));
+    hk_stream_metrics(L->api->hub, hk_resp_body(r));
+    hk_retention_metrics(L->api->retention, hk_resp_body(r));
     free(rows);
     free(vals);
     hk_resp_send(r, 200, HK_METRICS_CT);

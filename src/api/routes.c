@@ -5,15 +5,18 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "api/stream.h"
 
 /* Same templates adjacent, their methods in alphabetical order (Allow).
  * The last column is what a caller needs (api_int.h: HK_NEED_*). */
 const struct hk_route hk_api_routes[] = {
     {HTTP_GET, "/api/webhooks", hk_api_webhook_list, HK_NEED_READ},
     {HTTP_POST, "/api/webhooks", hk_api_webhook_create, HK_NEED_OPEN},   /* senders: signatures */
+    {HTTP_GET, "/api/webhooks/stream", hk_api_stream, HK_NEED_READ},
     {HTTP_DELETE, "/api/webhooks/{id}", hk_api_webhook_delete, HK_NEED_DELETE},
     {HTTP_GET, "/api/webhooks/{id}", hk_api_webhook_get, HK_NEED_READ},
     {HTTP_GET, "/api/webhooks/{id}/body", hk_api_webhook_body, HK_NEED_READ},
+    {HTTP_POST, "/api/webhooks/{id}/redeliver", hk_api_webhook_redeliver, HK_NEED_ADMIN},
     {HTTP_GET, "/hooks/{source}", hk_api_hooks_get, HK_NEED_OPEN},      /* handshakes */
     {HTTP_POST, "/hooks/{source}", hk_api_hooks_post, HK_NEED_OPEN},    /* providers: signatures */
     {HTTP_GET, "/graphql", hk_api_graphql, HK_NEED_READ},

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "api/forward.h"
+#include "api/stream.h"
 #include "core/ascii.h"
 #include "core/hmac.h"
 #include "core/log.h"
@@ -33,6 +35,8 @@ static void submit(struct hk_req *r)
     hk_api_store_begin(r);
     int rc = hk_store_submit(sl_of(r), op);
     if (rc < 0) {
+        if (op->kind == HK_OP_INSERT)
+            hk_forward_insert_end(api_loop(r), op);
         hk_api_store_end(r, (int)op->kind, rc);
         if (op->kind == HK_OP_INSERT)
             hk_obs_rejected(api_loop(r)->obs, HK_REJ_STORE_UNAVAILABLE);
@@ -61,6 +65,10 @@ static int signature_ok(struct hk_req *r)
 static void create_row(struct hk_store_op *op, const struct hk_webhook *row)
 {
     struct hk_req *r = op->data;
+    if (!op->replayed) {
+        hk_forward_inserted(api_loop(r), op, row);
+        hk_stream_committed(api_loop(r), row->id);
+    }
     hk_webhook_encode(hk_resp_body(r), row);
     char loc[48];
     int n = snprintf(loc, sizeof loc, "/api/webhooks/%lld", (long long)row->id);
@@ -72,6 +80,7 @@ static void create_done(struct hk_store_op *op)
     struct hk_req *r = op->data;
     struct hk_obs *obs = api_loop(r)->obs;
     hk_api_store_end(r, HK_OP_INSERT, op->status);
+    hk_forward_insert_end(api_loop(r), op);
     if (op->status < 0) {
         r->s->rhdr.len = 0;
         hk_obs_rejected(obs, op->status == HK_ECONFLICT ? HK_REJ_IDEMPOTENCY_CONFLICT : HK_REJ_STORE_UNAVAILABLE);
@@ -148,6 +157,7 @@ void hk_api_webhook_create(struct hk_req *r)
     op->on_row = create_row;
     op->on_done = create_done;
     op->data = r;
+    hk_forward_prepare_insert(api_loop(r), op);
     submit(r);
 }
 
@@ -285,7 +295,8 @@ static void list_done(struct hk_store_op *op)
     hk_resp_wait_drain(r, stream_next, stream_abort);
 }
 
-static int query_str(struct hk_req *r, const char *name, size_t max, size_t *used, const char **out, size_t *olen)
+int hk_api_query_text(struct hk_req *r, const char *name, size_t max, char *buf, size_t cap, size_t *used,
+                      const char **out, size_t *olen)
 {
     size_t vlen;
     const char *v = hk_query_raw(r->query, r->query_len, name, &vlen);
@@ -293,9 +304,7 @@ static int query_str(struct hk_req *r, const char *name, size_t max, size_t *use
     *olen = 0;
     if (!v)
         return 0;
-    char *scratch = api_req(r)->scratch;
-    size_t cap = sizeof api_req(r)->scratch;
-    long n = hk_url_decode(v, vlen, scratch + *used, cap - *used);
+    long n = hk_url_decode(v, vlen, buf + *used, cap - *used);
     if (n < 0) {
         hk_resp_problem(r, 400, NULL, "query parameter %s is not a valid percent-encoded value", name);
         return -1;
@@ -306,14 +315,19 @@ static int query_str(struct hk_req *r, const char *name, size_t max, size_t *use
     }
     /* Stored text is UTF-8 without NUL on every store; a filter that is
      * not can match nothing, and PostgreSQL would fail the statement. */
-    if (!hk_utf8_valid(scratch + *used, (size_t)n, false)) {
+    if (!hk_utf8_valid(buf + *used, (size_t)n, false)) {
         hk_resp_problem(r, 400, NULL, "query parameter %s must be UTF-8 text without NUL bytes", name);
         return -1;
     }
-    *out = scratch + *used;
+    *out = buf + *used;
     *olen = (size_t)n;
     *used += (size_t)n;
     return 0;
+}
+
+static int query_str(struct hk_req *r, const char *name, size_t max, size_t *used, const char **out, size_t *olen)
+{
+    return hk_api_query_text(r, name, max, api_req(r)->scratch, sizeof api_req(r)->scratch, used, out, olen);
 }
 
 static int query_int(struct hk_req *r, const char *name, int64_t min, int64_t max, int64_t *out)
@@ -330,6 +344,23 @@ static int query_int(struct hk_req *r, const char *name, int64_t min, int64_t ma
     return 0;
 }
 
+int hk_api_delivery_param(struct hk_req *r, uint8_t *out)
+{
+    static const char *const names[] = {"none", "pending", "delivered", "failed"};
+    size_t n;
+    const char *v = hk_query_raw(r->query, r->query_len, "delivery", &n);
+    *out = 0;
+    if (!v)
+        return 0;
+    for (uint8_t i = 0; i < 4; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], v, n) == 0) {
+            *out = (uint8_t)(i + 1);
+            return 0;
+        }
+    hk_resp_problem(r, 400, NULL, "query parameter delivery must be none, pending, delivered or failed");
+    return -1;
+}
+
 void hk_api_webhook_list(struct hk_req *r)
 {
     struct hk_api_req *ar = api_req(r);
@@ -341,7 +372,8 @@ void hk_api_webhook_list(struct hk_req *r)
     if (query_int(r, "limit", 1, LIST_MAX, &limit) < 0 || query_int(r, "before", 1, INT64_MAX, &before) < 0 ||
         query_str(r, "source", 4 * HK_SOURCE_MAX, &used, &q->source, &q->source_len) < 0 ||
         query_str(r, "eventType", 4 * HK_EVENT_TYPE_MAX, &used, &q->event_type, &q->event_type_len) < 0 ||
-        query_str(r, "deliveryId", HK_META_MAX, &used, &q->delivery_id, &q->delivery_id_len) < 0)
+        query_str(r, "deliveryId", HK_META_MAX, &used, &q->delivery_id, &q->delivery_id_len) < 0 ||
+        hk_api_delivery_param(r, &q->delivery) < 0)
         return;
     size_t alen;
     const char *all = hk_query_raw(r->query, r->query_len, "all", &alen);

@@ -13,7 +13,7 @@
 #include "core/log.h"
 #include "hk_build.h"
 
-enum opt_type { T_STR, T_INT, T_U32, T_DURATION, T_SYNC, T_LOGLEVEL, T_ONOFF };
+enum opt_type { T_STR, T_INT, T_U32, T_U64, T_SIZE, T_DURATION, T_SYNC, T_LOGLEVEL, T_ONOFF };
 
 struct opt {
     const char *env;
@@ -71,6 +71,50 @@ static const struct opt opts[] = {
      "67108864", "ingress body bytes being received or stored at once, all sources (503 beyond)"},
     {"HOOKD_GRAPHQL_INTROSPECTION", "graphql-introspection", T_ONOFF, OFF(graphql_introspection), 0, 0, "on",
      "on: /graphql answers __schema and __type (GraphiQL, codegen); off: refused"},
+    {"K_SINK", "k-sink", T_STR, OFF(k_sink), 0, 0, NULL,
+     "where to forward every stored webhook as a CloudEvent (set by a Knative SinkBinding)"},
+    {"HOOKD_FORWARD_URL", "forward-url", T_STR, OFF(forward_url), 0, 0, NULL,
+     "where to forward when K_SINK is unset (http:// or https://)"},
+    {"HOOKD_FORWARD_MODE", "forward-mode", T_STR, OFF(forward_mode), 0, 0, "binary",
+     "CloudEvents content mode: binary (ce-* headers, the body as it came) or structured"},
+    {"HOOKD_FORWARD_CONCURRENCY", "forward-concurrency", T_U32, OFF(forward_concurrency), 1, 4096, "64",
+     "requests in flight to one sink, per process"},
+    {"HOOKD_FORWARD_CONNECT_TIMEOUT", "forward-connect-timeout", T_DURATION, OFF(forward_connect_timeout_ms), 1,
+     600000, "2s", "connecting to a sink (TLS included)"},
+    {"HOOKD_FORWARD_TIMEOUT", "forward-timeout", T_DURATION, OFF(forward_timeout_ms), 1, 3600000, "10s",
+     "one delivery attempt, connect to last byte"},
+    {"HOOKD_FORWARD_MAX_ATTEMPTS", "forward-max-attempts", T_U32, OFF(forward_max_attempts), 1, 1000, "12",
+     "attempts before a webhook is dead-lettered (state failed)"},
+    {"HOOKD_FORWARD_MAX_AGE", "forward-max-age", T_DURATION, OFF(forward_max_age_ms), 1000, 31536000000, "24h",
+     "how long after receipt a webhook is still retried"},
+    {"HOOKD_FORWARD_BACKOFF", "forward-backoff", T_DURATION, OFF(forward_backoff_ms), 1, 3600000, "1s",
+     "first retry delay; doubles per attempt, with full jitter"},
+    {"HOOKD_FORWARD_BACKOFF_MAX", "forward-backoff-max", T_DURATION, OFF(forward_backoff_max_ms), 1, 86400000,
+     "5m", "longest retry delay (a sink's Retry-After may ask for more, up to 1h)"},
+    {"HOOKD_FORWARD_RETRY_4XX", "forward-retry-4xx", T_ONOFF, OFF(forward_retry_4xx), 0, 0, "off",
+     "on: retry every 4xx; off: a 4xx other than 408, 409 and 429 fails the webhook at once"},
+    {"HOOKD_FORWARD_LEASE", "forward-lease", T_DURATION, OFF(forward_lease_ms), 1000, 3600000, "60s",
+     "how long a replica holds a webhook it is sending before another may take it"},
+    {"HOOKD_FORWARD_INFLIGHT_BYTES", "forward-inflight-bytes", T_SIZE, OFF(forward_inflight_bytes), 65536,
+     INT64_C(1) << 40, "64MiB", "bodies held in memory for sending, per process (more wait in the store)"},
+    {"HOOKD_STREAM_BUFFER", "stream-buffer", T_SIZE, OFF(stream_buffer), 4096, INT64_C(1) << 30, "1MiB",
+     "unsent bytes a live-feed client may fall behind by before it is disconnected"},
+    {"HOOKD_STREAM_HEARTBEAT", "stream-heartbeat", T_DURATION, OFF(stream_heartbeat_ms), 100, 3600000, "15s",
+     "a comment line on an idle live feed this often"},
+    {"HOOKD_STREAM_MAX_CLIENTS", "stream-max-clients", T_U32, OFF(stream_max_clients), 1, 1 << 20, "1000",
+     "live-feed clients at once, per process (503 beyond)"},
+    {"HOOKD_RETENTION", "retention", T_DURATION, OFF(retention_ms), 0, INT64_C(3153600000000), "0",
+     "delete webhooks older than this (0: keep them; e.g. 30d)"},
+    {"HOOKD_MAX_ROWS", "max-rows", T_U64, OFF(max_rows), 0, INT64_MAX, "0",
+     "keep at most this many webhooks, deleting the oldest (0: no cap)"},
+    {"HOOKD_MAX_BYTES", "max-bytes", T_SIZE, OFF(max_bytes), 0, INT64_MAX, "0",
+     "keep the store under this size, deleting the oldest webhooks (0: no cap; e.g. 2GiB)"},
+    {"HOOKD_PURGE_INTERVAL", "purge-interval", T_DURATION, OFF(purge_interval_ms), 100, 86400000, "60s",
+     "how often retention runs"},
+    {"HOOKD_PURGE_BATCH", "purge-batch", T_U32, OFF(purge_batch), 1, 100000, "500",
+     "rows deleted per statement while purging"},
+    {"HOOKD_RETENTION_KEEP_UNDELIVERED", "retention-keep-undelivered", T_ONOFF, OFF(retention_keep_undelivered), 0,
+     0, "on", "on: retention never deletes a webhook still waiting to be forwarded"},
     {"HOOKD_LOG_LEVEL", "log-level", T_LOGLEVEL, OFF(log_level), 0, 0, "info", "debug, info, warn or error"},
     {"HOOKD_ACCESS_LOG", "access-log", T_INT, OFF(access_log), 0, 1, "0",
      "1: one JSON line per request on stderr"},
@@ -140,12 +184,38 @@ int hk_parse_duration_ms(const char *s, uint64_t *out)
         mul = 60000;
     else if (strcmp(end, "h") == 0)
         mul = 3600000;
+    else if (strcmp(end, "d") == 0)
+        mul = 86400000;
     else
         return -1;
     if (v > UINT64_MAX / mul)
         return -1;
     *out = v * mul;
     return 0;
+}
+
+int hk_parse_size(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    static const struct {
+        const char *unit;
+        uint64_t mul;
+    } units[] = {{"", 1}, {"B", 1}, {"K", 1024}, {"KiB", 1024}, {"M", 1 << 20}, {"MiB", 1 << 20},
+                 {"G", 1 << 30}, {"GiB", 1 << 30}, {"T", UINT64_C(1) << 40}, {"TiB", UINT64_C(1) << 40}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].unit) == 0) {
+            if (v > UINT64_MAX / units[i].mul)
+                return -1;
+            *out = v * units[i].mul;
+            return 0;
+        }
+    return -1;
 }
 
 /* cgroup v2 cpu.max is "max 100000" or "<quota> <period>"; v1 has two files. */
@@ -225,6 +295,21 @@ static int set_opt(struct hk_config *c, const struct opt *o, const char *v, char
             goto bad_range;
         *(uint32_t *)field = (uint32_t)i;
         return 0;
+    case T_U64:
+        if (hk_parse_int(v, o->min, o->max, &i) < 0)
+            goto bad_range;
+        *(uint64_t *)field = (uint64_t)i;
+        return 0;
+    case T_SIZE: {
+        uint64_t bytes;
+        if (hk_parse_size(v, &bytes) < 0 || bytes > (uint64_t)o->max || (int64_t)bytes < o->min) {
+            snprintf(err, errlen, "invalid %s=\"%s\": expected a size such as 65536, 512KiB, 64MiB or 2GiB", o->env,
+                     v);
+            return -1;
+        }
+        *(uint64_t *)field = bytes;
+        return 0;
+    }
     case T_DURATION: {
         uint64_t ms;
         if (hk_parse_duration_ms(v, &ms) < 0 || (int64_t)ms < o->min || (int64_t)ms > o->max) {

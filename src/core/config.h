@@ -39,6 +39,29 @@ struct hk_config {
     char *redis_url_file;
     uint64_t redis_timeout_ms; /* per Redis command */
     char *metrics_token;       /* NULL: /q/metrics is open */
+    /* Forwarding, the live feed and retention (docs/forwarding.md). */
+    char *k_sink;              /* K_SINK: NULL, see forward_url */
+    char *forward_url;         /* HOOKD_FORWARD_URL: NULL and no K_SINK: no forwarding */
+    char *forward_mode;        /* "binary" or "structured" (checked by api/forward.c) */
+    uint32_t forward_concurrency;
+    uint64_t forward_connect_timeout_ms;
+    uint64_t forward_timeout_ms;
+    uint32_t forward_max_attempts;
+    uint64_t forward_max_age_ms;
+    uint64_t forward_backoff_ms;
+    uint64_t forward_backoff_max_ms;
+    bool forward_retry_4xx;
+    uint64_t forward_lease_ms;
+    uint64_t forward_inflight_bytes;
+    uint64_t stream_buffer;
+    uint64_t stream_heartbeat_ms;
+    uint32_t stream_max_clients;
+    uint64_t retention_ms;     /* 0: no age limit */
+    uint64_t max_rows;         /* 0: no row cap */
+    uint64_t max_bytes;        /* 0: no size cap */
+    uint64_t purge_interval_ms;
+    uint32_t purge_batch;
+    bool retention_keep_undelivered;
     /* The service manager's environment (systemd's protocol), read here
      * so that nothing else reads the environment: NULL when unset. */
     const char *listen_pid_env;    /* LISTEN_PID */
@@ -65,8 +88,10 @@ enum { HK_CONFIG_RUN = 0, HK_CONFIG_EXIT = 1, HK_CONFIG_ERROR = -1 };
 int hk_config_load(struct hk_config *c, int argc, char **argv, char *err, size_t errlen);
 void hk_config_free(struct hk_config *c);
 
-/* "250ms", "10s", "2m", "1h", or a plain number of milliseconds. 0 or -1. */
+/* "250ms", "10s", "2m", "1h", "30d", or a plain number of milliseconds. 0 or -1. */
 int hk_parse_duration_ms(const char *s, uint64_t *out);
+/* "65536", "512KiB" (or K), "64MiB" (M), "2GiB" (G), "1TiB" (T): bytes. 0 or -1. */
+int hk_parse_size(const char *s, uint64_t *out);
 /* Decimal integer in [min, max], nothing else. 0 or -1. */
 int hk_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 /* hk_parse_int on n bytes that are not NUL-terminated (a query value). */

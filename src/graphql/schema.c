@@ -33,6 +33,7 @@ static struct gq_input_value_def query_webhooks_args[] = {
     {.name = "deliveryId", .type = "String", .description = "Only the delivery with this provider delivery id."},
     {.name = "receivedAfter", .type = "DateTime", .description = "Only webhooks received after this instant."},
     {.name = "receivedBefore", .type = "DateTime", .description = "Only webhooks received before this instant."},
+    {.name = "delivery", .type = "DeliveryState", .description = "Only webhooks in this forwarding state."},
 };
 
 static struct gq_field_def query_fields[] = {
@@ -78,6 +79,29 @@ static struct gq_field_def webhook_fields[] = {
     [GQ_WEBHOOK_CLIENT_ADDRESS] = {.name = "clientAddress", .type = "String",
      .description = "The address the delivery came from (X-Forwarded-For only through the source's trusted "
                     "proxies); null for an envelope."},
+    [GQ_WEBHOOK_DELIVERY] = {.name = "delivery", .type = "Delivery",
+     .description = "Its forwarding to the sink as a CloudEvent; null when it was stored while forwarding was off."},
+};
+
+/* Forwarding (docs/forwarding.md), as GET /api/webhooks shows it. */
+static struct gq_field_def delivery_fields[] = {
+    [GQ_DELIVERY_STATE] = {.name = "state", .type = "DeliveryState!", .description = "Where it stands."},
+    [GQ_DELIVERY_ATTEMPTS] = {.name = "attempts", .type = "Int!", .description = "Attempts made so far."},
+    [GQ_DELIVERY_LAST_STATUS] = {.name = "lastStatus", .type = "Int",
+                                 .description = "The sink's last HTTP status; null when none came."},
+    [GQ_DELIVERY_LAST_ERROR] = {.name = "lastError", .type = "String",
+                                .description = "Why the last attempt did not deliver."},
+    [GQ_DELIVERY_NEXT_ATTEMPT_AT] = {.name = "nextAttemptAt", .type = "DateTime",
+                                     .description = "A pending webhook's next attempt, not before this instant."},
+    [GQ_DELIVERY_LAST_ATTEMPT_AT] = {.name = "lastAttemptAt", .type = "DateTime",
+                                     .description = "When the last attempt ended."},
+};
+
+static struct gq_enum_value_def delivery_state_values[] = {
+    {"NONE", "Stored while forwarding was off: never sent.", NULL},
+    {"PENDING", "Waiting for its next attempt, or in one.", NULL},
+    {"DELIVERED", "A sink answered 2xx.", NULL},
+    {"FAILED", "Dead-lettered: refused for good, or out of attempts or age.", NULL},
 };
 
 static struct gq_field_def connection_fields[] = {
@@ -248,6 +272,10 @@ static struct gq_type_def types[] = {
      .description = "A stored webhook: an envelope posted to `POST /api/webhooks`, or a provider's delivery to "
                     "`POST /hooks/{source}` (which carries the ingress fields).",
      FIELDS(webhook_fields)},
+    {.name = "Delivery", .kind = GQ_OBJECT,
+     .description = "A webhook's forwarding to the sink (K_SINK or HOOKD_FORWARD_URL).", FIELDS(delivery_fields)},
+    {.name = "DeliveryState", .kind = GQ_ENUM, .description = "A forwarding state.",
+     .values = delivery_state_values, .nvalues = NARGS(delivery_state_values)},
     {.name = "WebhookConnection", .kind = GQ_OBJECT, .description = "A page of webhooks, newest first.",
      FIELDS(connection_fields)},
     {.name = "WebhookEdge", .kind = GQ_OBJECT, .description = "A webhook in a page, with its cursor.",

@@ -9,7 +9,7 @@
 
 static void mem_flush(struct hk_session *s);
 static void mem_close(struct hk_session *s);
-static const struct hk_session_io mem_io = {mem_flush, mem_close};
+static const struct hk_session_io mem_io = {mem_flush, mem_close, NULL};
 
 static void on_drain_timer(uv_timer_t *t)
 {

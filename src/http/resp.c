@@ -257,7 +257,8 @@ void hk_resp_begin_stream(struct hk_req *r, int status, const char *content_type
     if (s->parser.http_minor == 0)
         s->keep_alive = false;
     put_head(r, status, content_type);
-    if (!r->head && s->parser.http_minor != 0)
+    /* A HEAD says what its GET would: chunked (no chunk follows). */
+    if (s->parser.http_minor != 0)
         hk_buf_put(o, "Transfer-Encoding: chunked\r\n", 28);
     hk_buf_put(o, "\r\n", 2);
     r->streaming = true;
@@ -311,4 +312,51 @@ void hk_resp_wait_drain(struct hk_req *r, hk_req_cb cb, hk_req_cb on_abort)
         return;
     }
     s->io->flush(s);
+}
+
+void hk_resp_hold(struct hk_req *r, hk_req_cb gone)
+{
+    r->on_gone = gone;
+    r->s->keep_alive = false;
+}
+
+void hk_resp_chunk_put(struct hk_req *r, const void *p, size_t n)
+{
+    struct hk_session *s = r->s;
+    if (!n || r->head || s->peer_gone)
+        return;
+    bool chunked = s->parser.http_minor != 0;
+    if (chunked)
+        hk_buf_printf(&s->out, "%zx\r\n", n);
+    hk_buf_put(&s->out, p, n);
+    if (chunked)
+        hk_buf_put(&s->out, "\r\n", 2);
+    r->resp_bytes += n;
+}
+
+void hk_resp_flush(struct hk_req *r)
+{
+    struct hk_session *s = r->s;
+    if (s->out.len && !s->peer_gone && !s->closed)
+        s->io->flush(s);
+}
+
+size_t hk_resp_unsent(const struct hk_req *r)
+{
+    const struct hk_session *s = r->s;
+    size_t inflight = s->io->inflight ? s->io->inflight(s) : s->out_inflight;
+    return s->out.len + inflight + s->rbody.len;
+}
+
+void hk_resp_cut_stream(struct hk_req *r)
+{
+    struct hk_session *s = r->s;
+    s->rbody.len = 0;
+    s->out.len = 0;
+    /* The transport closes a session whose peer is gone without flushing
+     * or lingering: what was not sent is dropped, memory and descriptor go. */
+    s->peer_gone = true;
+    s->keep_alive = false;
+    r->streaming = false;
+    hk_session_finish(s);
 }

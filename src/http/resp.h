@@ -65,6 +65,31 @@ void hk_resp_abort_stream(struct hk_req *r);
  * handed to the kernel (or on_abort if the peer goes away). */
 void hk_resp_wait_drain(struct hk_req *r, hk_req_cb cb, hk_req_cb on_abort);
 
+/* Responses that stay open (Server-Sent Events). hold: the handler
+ * writes whenever it likes, from any callback on the loop, until it ends
+ * the request; no timeout applies but the transport's send timeout (a peer
+ * that takes nothing for the idle timeout). `gone` runs once if the peer
+ * goes away first (EOF, a failed write, the output cap shedding it); the
+ * handler then ends the request, at once. The connection closes when the
+ * response ends (the end is the client's cue to reconnect): held before
+ * the head, the head says Connection: close. The server's stop calls
+ * r->on_cancel as for any request. */
+void hk_resp_hold(struct hk_req *r, hk_req_cb gone);
+/* Append n bytes as one chunk (HTTP/1.0: as they are), straight to the
+ * output. Nothing is sent before hk_resp_flush. */
+void hk_resp_chunk_put(struct hk_req *r, const void *p, size_t n);
+/* Hand the output to the transport now (a write may fail inside: a held
+ * response's `gone` can run before this returns). */
+void hk_resp_flush(struct hk_req *r);
+/* Response bytes hookd holds that the peer has not taken yet: queued, and
+ * handed to a write not finished (the kernel's socket buffer is not
+ * counted). */
+size_t hk_resp_unsent(const struct hk_req *r);
+/* End a stream at once, dropping what is not sent yet, and close the
+ * connection without waiting for the peer (one that reads too slowly to
+ * keep, or a server that stops). Ends the request. */
+void hk_resp_cut_stream(struct hk_req *r);
+
 const char *hk_status_reason(int status);
 
 

@@ -4,6 +4,7 @@
  * sweep for timeouts, the connection limit, and the graceful stop. */
 #include "http/server.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <malloc.h>
 #include <netinet/tcp.h>
@@ -200,16 +201,45 @@ static void conn_abort(struct hk_conn *c)
  * loop's own handles and stop the application, so that uv_run returns. */
 static void maybe_finish(struct hk_worker *w)
 {
-    if (!w->stopping || w->listener_open || w->conns || w->finished)
+    if (!w->stopping || w->listener_open || w->conns || w->holds || w->finished)
         return;
     w->finished = true;
     uv_close((uv_handle_t *)&w->wake, NULL);
     uv_close((uv_handle_t *)&w->sweep, NULL);
     uv_close((uv_handle_t *)&w->drain, NULL);
+    uv_close((uv_handle_t *)&w->finish, NULL);
     uv_close((uv_handle_t *)&w->accept_retry, NULL);
     app_stop(w);
 }
-static const struct hk_session_io tcp_io = {conn_flush, conn_close};
+/* A write in progress keeps its whole buffer; what libuv has not handed
+ * to the kernel yet is its queue size. */
+static size_t conn_inflight(const struct hk_session *s)
+{
+    const struct hk_conn *c = s->io_data;
+    return c->writing && !c->tcp_closed ? c->tcp.write_queue_size : 0;
+}
+
+static const struct hk_session_io tcp_io = {conn_flush, conn_close, conn_inflight};
+
+bool hk_worker_hold(struct hk_worker *w)
+{
+    if (w->stopping)
+        return false;
+    w->holds++;
+    return true;
+}
+
+static void on_finish(uv_timer_t *t)
+{
+    maybe_finish(t->data);
+}
+
+void hk_worker_release(struct hk_worker *w)
+{
+    assert(w->holds > 0);
+    if (--w->holds == 0 && w->stopping && w->srv && !w->finished)
+        uv_timer_start(&w->finish, on_finish, 0, 0);
+}
 
 static void on_tcp_closed(uv_handle_t *h)
 {
@@ -768,10 +798,12 @@ static int worker_setup(struct hk_worker *w)
     w->wake.data = w;
     w->sweep.data = w;
     w->drain.data = w;
+    w->finish.data = w;
     w->accept_retry.data = w;
     uv_async_init(&w->loop, &w->wake, on_wake);
     uv_timer_init(&w->loop, &w->sweep);
     uv_timer_init(&w->loop, &w->drain);
+    uv_timer_init(&w->loop, &w->finish);
     uv_timer_init(&w->loop, &w->accept_retry);
     uint64_t t = w->cfg->header_timeout_ms < w->cfg->idle_timeout_ms ? w->cfg->header_timeout_ms
                                                                      : w->cfg->idle_timeout_ms;

@@ -104,6 +104,7 @@ struct hk_worker {
     uv_timer_t sweep;
     uint64_t sweep_ms;
     uv_timer_t drain;
+    uv_timer_t finish;         /* the last hold released while stopping: finish from a callback of its own */
     uv_thread_t thread;
     char *rbuf;                /* shared read buffer: reads on a loop never overlap */
     size_t rbuf_len;
@@ -113,6 +114,7 @@ struct hk_worker {
     struct hk_conn *idle_tail; /* longest idle first: closed to admit newcomers */
     size_t out_bytes;          /* output buffered on this loop's connections */
     size_t out_peak;           /* highest out_bytes since the last trim */
+    unsigned holds;            /* the application's work in flight that the stop waits for */
     bool stopping;
     bool listening;
     bool listener_open;
@@ -136,6 +138,14 @@ static inline void *hk_worker_app(const struct hk_worker *w)
 {
     return w->app_loop;
 }
+/* The application has work on this loop that no connection stands for (a
+ * background store op): the graceful stop waits for it before calling
+ * loop_stop, as it waits for connections. False once the loop is
+ * stopping: start nothing then. Each true is matched by one release, which
+ * may come from inside the work's own callback (the stop then goes on
+ * from a callback of its own, never inside the caller's). */
+bool hk_worker_hold(struct hk_worker *w);
+void hk_worker_release(struct hk_worker *w);
 /* hk_http_stats summed over every loop of w's server (just w without one).
  * Any loop's thread. */
 void hk_worker_totals(struct hk_worker *w, struct hk_http_totals *out);

@@ -143,6 +143,7 @@ static enum hk_hdr_id classify(const char *name, size_t n)
         {"authorization", HK_H_AUTHORIZATION},
         {"cookie", HK_H_COOKIE},
         {"x-csrf-token", HK_H_CSRF},
+        {"last-event-id", HK_H_LAST_EVENT_ID},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strlen(known[i].name) == n && strncasecmp(known[i].name, name, n) == 0)
@@ -249,6 +250,7 @@ static void fill_req(struct hk_session *s)
     r->authorization = hdr_val(s, HK_H_AUTHORIZATION, &r->authorization_len);
     r->cookie = hdr_val(s, HK_H_COOKIE, &r->cookie_len);
     r->csrf = hdr_val(s, HK_H_CSRF, &r->csrf_len);
+    r->last_event_id = hdr_val(s, HK_H_LAST_EVENT_ID, &r->last_event_id_len);
     r->body = &s->body;
     r->content_length = (s->parser.flags & F_CONTENT_LENGTH) ? s->parser.content_length : UINT64_MAX;
 }
@@ -493,6 +495,8 @@ static void begin_request(struct hk_session *s)
     r->on_drain = NULL;
     r->on_abort = NULL;
     r->on_cancel = NULL;
+    r->on_gone = NULL;
+    r->handler_data = NULL;
     r->routed = false;
     r->start_ns = hk_mono_ns();
     r->status = 0;
@@ -660,6 +664,8 @@ void hk_session_finish(struct hk_session *s)
     r->on_drain = NULL;
     r->on_abort = NULL;
     r->on_cancel = NULL;
+    r->on_gone = NULL;
+    r->handler_data = NULL;
     r->streaming = false;
     if (s->draining_server || s->peer_gone)
         s->keep_alive = false;
@@ -681,14 +687,21 @@ void hk_session_eof(struct hk_session *s, bool fatal)
     if (fatal) {
         s->peer_gone = true;
         s->closing = true;
-        if (s->want_drain && s->req.on_abort) {
-            hk_req_cb abort_cb = s->req.on_abort;
-            s->want_drain = false;
-            s->req.on_drain = NULL;
-            s->req.on_abort = NULL;
-            abort_cb(&s->req);
-            return;
-        }
+    }
+    /* A held response ends on EOF too; a stream waiting for a drain only
+     * when its output can no longer go out. */
+    hk_req_cb cb = NULL;
+    if (s->busy && s->req.on_gone)
+        cb = s->req.on_gone;
+    else if (fatal && s->want_drain && s->req.on_abort)
+        cb = s->req.on_abort;
+    if (cb) {
+        s->want_drain = false;
+        s->req.on_drain = NULL;
+        s->req.on_abort = NULL;
+        s->req.on_gone = NULL;
+        cb(&s->req);
+        return;
     }
     if (!s->busy)
         run(s, NULL, 0);

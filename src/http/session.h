@@ -34,6 +34,9 @@ struct hk_session_io {
     /* The session is finished (after a flush of its last output): close the
      * transport. hk_session_free() may be called from here or later. */
     void (*close)(struct hk_session *s);
+    /* Optional: of what the transport has taken (out_inflight), the bytes
+     * not in the kernel yet; NULL: all of out_inflight counts. */
+    size_t (*inflight)(const struct hk_session *s);
 };
 
 struct hk_span {
@@ -69,6 +72,8 @@ struct hk_req {
     size_t cookie_len;
     const char *csrf;          /* X-CSRF-Token, NUL-terminated, or NULL */
     size_t csrf_len;
+    const char *last_event_id; /* Last-Event-ID (Server-Sent Events), NUL-terminated, or NULL */
+    size_t last_event_id_len;
     const struct hk_buf *body;
     uint64_t content_length;   /* as announced; UINT64_MAX when none (chunked, or no body) */
     /* Set by hk_app.head (zero otherwise): a body limit for this request
@@ -89,6 +94,13 @@ struct hk_req {
      * called once when the server stops. The handler still ends the
      * request, now or when its work comes back. */
     hk_req_cb on_cancel;
+    /* Set by hk_resp_hold (a response that stays open): called once when
+     * the peer goes away first (EOF, a failed write, the transport shedding
+     * the connection); the handler must then end the request. */
+    hk_req_cb on_gone;
+    /* The handler's own pointer while the request is in it (NULL at its
+     * start), for callbacks that get only the request. */
+    void *handler_data;
     bool streaming;
     bool routed;               /* parsed and handed to the application (not refused by the parser) */
     int status;                /* of the response, once its head is written */
@@ -100,7 +112,7 @@ struct hk_req {
 /* Which interesting header a value belongs to (parse bookkeeping). */
 enum hk_hdr_id {
     HK_H_OTHER, HK_H_CONTENT_TYPE, HK_H_EXPECT, HK_H_IDEM_KEY, HK_H_SIGNATURE, HK_H_HOST, HK_H_REQUEST_ID,
-    HK_H_ACCEPT, HK_H_AUTHORIZATION, HK_H_COOKIE, HK_H_CSRF, HK_H__COUNT
+    HK_H_ACCEPT, HK_H_AUTHORIZATION, HK_H_COOKIE, HK_H_CSRF, HK_H_LAST_EVENT_ID, HK_H__COUNT
 };
 
 struct hk_session {
@@ -172,7 +184,9 @@ void hk_session_free(struct hk_session *s);
 /* Feed received bytes. The session copies what it keeps. */
 void hk_session_feed(struct hk_session *s, const char *p, size_t n);
 /* The transport saw EOF or an error: no more input. If `fatal`, output can
- * no longer be delivered either. */
+ * no longer be delivered either. A held response (hk_resp_hold) hears of
+ * either through its on_gone: its peer has nothing more to ask, so EOF
+ * means it left. */
 void hk_session_eof(struct hk_session *s, bool fatal);
 /* All output handed to the kernel; runs the waiting handler's on_drain. */
 void hk_session_drained(struct hk_session *s);

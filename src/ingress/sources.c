@@ -33,6 +33,7 @@
 
 #include "core/ascii.h"
 #include "core/base64.h"
+#include "core/config.h"
 
 /* ------------------------------------------------------------------ tree */
 
@@ -49,6 +50,10 @@
 #define RATE_MAX 1e6
 #define BURST_MAX 1000000000u
 #define MAX_BODY_MAX (1ull << 30)
+#define FORWARD_URL_MAX 2048
+#define CE_TYPE_MAX 256
+#define MAX_AGE_MAX_MS 3153600000000ull    /* 36500d, HOOKD_RETENTION's bound */
+#define MAX_ROWS_MAX ((uint64_t)INT64_MAX)  /* the stores count in signed 64 bits */
 
 enum ntype { N_SCALAR, N_SEQ, N_MAP };
 
@@ -328,18 +333,26 @@ static int dup_str(struct ctx *c, const struct node *n, const char *field, size_
     return 0;
 }
 
+/* An unquoted YAML boolean (JSON's true and false among them). */
+static bool bool_value(const struct node *n, bool *out)
+{
+    if (n->type != N_SCALAR || !n->plain)
+        return false;
+    if (!strcmp(n->s, "true") || !strcmp(n->s, "True") || !strcmp(n->s, "TRUE")) {
+        *out = true;
+        return true;
+    }
+    if (!strcmp(n->s, "false") || !strcmp(n->s, "False") || !strcmp(n->s, "FALSE")) {
+        *out = false;
+        return true;
+    }
+    return false;
+}
+
 static int get_bool(struct ctx *c, const struct node *n, const char *field, bool *out)
 {
-    if (n->type == N_SCALAR && n->plain) {
-        if (!strcmp(n->s, "true") || !strcmp(n->s, "True") || !strcmp(n->s, "TRUE")) {
-            *out = true;
-            return 0;
-        }
-        if (!strcmp(n->s, "false") || !strcmp(n->s, "False") || !strcmp(n->s, "FALSE")) {
-            *out = false;
-            return 0;
-        }
-    }
+    if (bool_value(n, out))
+        return 0;
     return fail(c, "%s: expected true or false", field);
 }
 
@@ -718,6 +731,8 @@ enum key {
     K_PREFIX,
     K_TSH,
     K_TEMPLATE,
+    K_FORWARD,
+    K_RETENTION,
     K_SECRETS,                 /* last: decoding needs the scheme and the algorithm */
     K__COUNT
 };
@@ -752,6 +767,8 @@ static const struct {
     [K_PREFIX] = {"prefix", SCH(HMAC)},
     [K_TSH] = {"timestampHeader", SCH(HMAC)},
     [K_TEMPLATE] = {"template", SCH(HMAC)},
+    [K_FORWARD] = {"forward", ANY},
+    [K_RETENTION] = {"retention", ANY},
 };
 
 static const char *const scheme_names[HK_SCHEME__COUNT] = {
@@ -1015,6 +1032,145 @@ static int parse_template(struct ctx *c, const struct node *n, struct hk_source 
     return 0;
 }
 
+/* --------------------------------------------- forwarding and retention */
+
+/* The sink's URL: http:// or https://, a host after any userinfo, printable
+ * ASCII without spaces. It may hold a password, so no message quotes it. */
+static bool forward_url_ok(const char *s, size_t n)
+{
+    size_t k = !strncmp(s, "https://", 8) ? 8 : !strncmp(s, "http://", 7) ? 7 : 0;
+    if (!k || !hk_ascii_printable(s, n, 0x21))
+        return false;
+    size_t end = k + strcspn(s + k, "/?#");
+    size_t host = k;
+    for (size_t i = k; i < end; i++)
+        if (s[i] == '@')
+            host = i + 1;
+    return end > host && s[host] != ':';
+}
+
+/* forward.type: a ce-type template, placeholders {event} and {source}. */
+static int check_ce_type(struct ctx *c, const char *s, size_t n)
+{
+    if (!hk_ascii_printable(s, n, 0x20) || s[0] == ' ' || s[n - 1] == ' ')
+        return fail(c, "forward.type: printable ASCII, not starting or ending with a space");
+    for (const char *p = s; *p; p++) {
+        if (*p == '}')
+            return fail(c, "forward.type: a '}' outside a placeholder ({event}, {source})");
+        if (*p != '{')
+            continue;
+        if (!strncmp(p, "{event}", 7))
+            p += 6;
+        else if (!strncmp(p, "{source}", 8))
+            p += 7;
+        else
+            return fail(c, "forward.type: an unknown placeholder (only {event} and {source})");
+    }
+    return 0;
+}
+
+/* forward: false, or {url, type, mode, fifo}. */
+static int parse_forward(struct ctx *c, const struct tree *t, const struct node *n, struct hk_source *src)
+{
+    bool on;
+    if (bool_value(n, &on)) {
+        if (on)
+            return fail(c, "forward: true is the default (leave the key out), or give a mapping (url, type, mode, "
+                           "fifo)");
+        src->forward.off = true;
+        return 0;
+    }
+    if (n->type != N_MAP)
+        return fail(c, "forward: expected false or a mapping (url, type, mode, fifo), not %s", kind_of(n));
+    if (n->n == 0)
+        return fail(c, "forward: an empty mapping (leave the key out instead)");
+    static const char *const names[] = {"url", "type", "mode", "fifo"};
+    const struct node *v[4] = {0};
+    for (uint32_t k = n->first; k; k = t->v[t->v[k].next].next) {
+        const struct node *kn = &t->v[k];
+        size_t i = 0;
+        while (i < 4 && !keq(kn, names[i]))
+            i++;
+        if (i == 4) {
+            char what[40];
+            sanitize(what, sizeof what, kn->s, kn->len);
+            return fail(c, "forward: unknown key \"%s\" (expected url, type, mode, fifo)", what);
+        }
+        if (v[i])
+            return fail(c, "forward.%s: given twice", names[i]);
+        v[i] = &t->v[kn->next];
+    }
+    if (v[0]) {
+        const char *s;
+        if (get_str(c, v[0], "forward.url", FORWARD_URL_MAX, &s) < 0)
+            return -1;
+        if (!forward_url_ok(s, v[0]->len))
+            return fail(c, "forward.url: expected http:// or https://, a host, and no spaces or control characters");
+        if (!(src->forward.url = strdup(s)))
+            abort();
+    }
+    if (v[1]) {
+        const char *s;
+        if (get_str(c, v[1], "forward.type", CE_TYPE_MAX, &s) < 0 || check_ce_type(c, s, v[1]->len) < 0)
+            return -1;
+        if (!(src->forward.type = strdup(s)))
+            abort();
+    }
+    if (v[2]) {
+        const char *s;
+        if (get_str(c, v[2], "forward.mode", 16, &s) < 0)
+            return -1;
+        if (!strcmp(s, "binary"))
+            src->forward.mode = 0;
+        else if (!strcmp(s, "structured"))
+            src->forward.mode = 1;
+        else
+            return fail(c, "forward.mode: binary or structured");
+    }
+    if (v[3] && get_bool(c, v[3], "forward.fifo", &src->forward.fifo) < 0)
+        return -1;
+    return 0;
+}
+
+/* retention: {maxAge, maxRows}. maxAge takes HOOKD_RETENTION's units, but
+ * a bare number other than 0 is refused: HOOKD_RETENTION reads it as
+ * milliseconds, while tolerance (beside it in this file) reads seconds. */
+static int parse_retention(struct ctx *c, const struct tree *t, const struct node *n, struct hk_source *src)
+{
+    if (n->type != N_MAP)
+        return fail(c, "retention: expected a mapping (maxAge, maxRows), not %s", kind_of(n));
+    if (n->n == 0)
+        return fail(c, "retention: an empty mapping (leave the key out instead)");
+    const struct node *age = NULL, *rows = NULL;
+    for (uint32_t k = n->first; k; k = t->v[t->v[k].next].next) {
+        const struct node *kn = &t->v[k], *vn = &t->v[kn->next];
+        const struct node **slot = keq(kn, "maxAge") ? &age : keq(kn, "maxRows") ? &rows : NULL;
+        if (!slot) {
+            char what[40];
+            sanitize(what, sizeof what, kn->s, kn->len);
+            return fail(c, "retention: unknown key \"%s\" (expected maxAge, maxRows)", what);
+        }
+        if (*slot)
+            return fail(c, "retention.%s: given twice", kn->s);
+        *slot = vn;
+    }
+    if (age) {
+        const char *s;
+        uint64_t ms = 0;
+        if (get_str(c, age, "retention.maxAge", 32, &s) < 0)
+            return -1;
+        if (hk_parse_duration_ms(s, &ms) < 0 || (ms && all_digits(s, age->len)))
+            return fail(c, "retention.maxAge: expected a duration such as 30d, 12h, 90m or 500ms (0: keep forever)");
+        if (ms > MAX_AGE_MAX_MS)
+            return fail(c, "retention.maxAge: at most 36500d");
+        src->retention.max_age_ms = ms;
+    }
+    if (rows && get_uint(c, rows, "retention.maxRows", 0, MAX_ROWS_MAX, &src->retention.max_rows) < 0)
+        return -1;
+    src->retention.set = true;
+    return 0;
+}
+
 static int parse_scheme(struct ctx *c, const struct node *n, enum hk_scheme *out)
 {
     const char *s;
@@ -1061,6 +1217,11 @@ static void source_free(struct hk_source *src)
     free(src->timestamp_header);
     free(src->template);
     free(src->id_header);
+    /* The sink's URL may carry a password (userinfo). */
+    if (src->forward.url)
+        explicit_bzero(src->forward.url, strlen(src->forward.url));
+    free(src->forward.url);
+    free(src->forward.type);
 }
 
 static int parse_source(struct ctx *c, const struct tree *t, const struct node *n, size_t idx, uint64_t default_max,
@@ -1117,6 +1278,7 @@ static int parse_source(struct ctx *c, const struct tree *t, const struct node *
     src->max_body = default_max;
     src->algorithm = HK_MD_SHA256;
     src->encoding = HK_ENC_HEX;
+    src->forward.mode = -1;
     bool has_ts = false, has_id = false;
     for (int i = 0; i < K__COUNT; i++) {
         const struct node *v = slot[i];
@@ -1225,6 +1387,12 @@ static int parse_source(struct ctx *c, const struct tree *t, const struct node *
             break;
         case K_TEMPLATE:
             rc = parse_template(c, v, src, &has_ts, &has_id);
+            break;
+        case K_FORWARD:
+            rc = parse_forward(c, t, v, src);
+            break;
+        case K_RETENTION:
+            rc = parse_retention(c, t, v, src);
             break;
         case K_SECRETS:
             rc = parse_secrets(c, t, v, src);

@@ -107,6 +107,25 @@ struct hk_source {
     char *template;            /* hmac: the signed content, "{body}" by default;
                                 * placeholders {body} (once), {timestamp}, {id} */
     char *id_header;           /* hmac: the header {id} comes from (deliveryIdHeader) */
+    /* forward: this source's forwarding (docs/forwarding.md), overriding
+     * K_SINK / HOOKD_FORWARD_URL. `forward: false` turns it off. */
+    struct {
+        bool off;              /* forward: false: never forwarded */
+        char *url;             /* url: http(s) sink; NULL: the global one. Owned; may hold a
+                                * password (userinfo): never in a message, wiped on free */
+        char *type;            /* type: ce-type template ({event}, {source}), 1..256 bytes of
+                                * printable ASCII (owned); NULL: by the scheme */
+        int mode;              /* mode: -1 the global HOOKD_FORWARD_MODE, 0 binary, 1 structured */
+        bool fifo;             /* fifo: the next event waits until the previous one is delivered or failed */
+    } forward;
+    /* retention: this source's own rules, replacing HOOKD_RETENTION and
+     * HOOKD_MAX_ROWS for its rows (HOOKD_MAX_BYTES stays global). */
+    struct {
+        bool set;              /* a retention: key was given */
+        uint64_t max_age_ms;   /* maxAge: 0 keeps rows forever (a source with retention: is
+                                * left alone by the global age and row rules either way) */
+        uint64_t max_rows;     /* maxRows: 0 no cap; at most INT64_MAX */
+    } retention;
 };
 
 struct hk_sources {

@@ -113,6 +113,34 @@ class Knative(unittest.TestCase, Common):
         self.assertEqual(committed, manifest("knative", "--image", IMAGE).stdout,
                          "deploy/knative/service.yaml is stale: run make manifests")
 
+    def test_sink_binding_points_the_service_at_a_broker(self):
+        d = docs("knative", "--image", IMAGE, "--name", "hooks", "--namespace", "web", "--sink-broker", "default")
+        self.assertEqual(len(d), 2)
+        self.assertEqual(d[0]["kind"], "Service")
+        b = d[1]
+        self.assertEqual((b["apiVersion"], b["kind"]), ("sources.knative.dev/v1", "SinkBinding"))
+        self.assertEqual(b["metadata"]["namespace"], "web")
+        self.assertEqual(b["spec"]["subject"], {"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+                                                "name": "hooks"})
+        self.assertEqual(b["spec"]["sink"], {"ref": {"apiVersion": "eventing.knative.dev/v1", "kind": "Broker",
+                                                     "name": "default"}})
+        self.assertEqual(len(docs("knative", "--image", IMAGE)), 1, "no SinkBinding unless asked")
+        with open(os.path.join(SRC, "deploy/knative/service-with-broker.yaml")) as f:
+            committed = f.read()
+        self.assertEqual(committed, manifest("knative", "--image", IMAGE, "--sink-broker", "default").stdout,
+                         "deploy/knative/service-with-broker.yaml is stale: run make manifests")
+
+    def test_the_broker_example_wires_hookd_to_a_trigger(self):
+        with open(os.path.join(SRC, "deploy/knative/broker.yaml")) as f:
+            d = [x for x in yaml.safe_load_all(f) if x]
+        kinds = [(x["apiVersion"], x["kind"]) for x in d]
+        self.assertIn(("eventing.knative.dev/v1", "Broker"), kinds)
+        self.assertIn(("eventing.knative.dev/v1", "Trigger"), kinds)
+        broker = [x for x in d if x["kind"] == "Broker"][0]["metadata"]["name"]
+        for t in (x for x in d if x["kind"] == "Trigger"):
+            self.assertEqual(t["spec"]["broker"], broker)
+            self.assertRegex(t["spec"]["filter"]["attributes"]["type"], r"^[A-Za-z0-9._-]+$")
+
     def test_flags(self):
         s = docs("knative", "--image", "reg.example/x/hookd@sha256:" + "a" * 64, "--name", "hooks",
                  "--namespace", "web", "--min-scale", "1", "--max-scale", "3", "--target", "50",
@@ -138,10 +166,12 @@ class Knative(unittest.TestCase, Common):
                      ["knative", "--image", "x", "--memory-limit", "lots"],
                      ["knative", "--image", "x", "--min-scale", "5", "--max-scale", "2"],
                      ["knative", "--image", "x", "--drain-seconds", "60", "--timeout-seconds", "60"],
+                     ["knative", "--image", "x", "--sink-broker", "Bad_Name"],
+                     ["kubernetes", "--image", "x", "--sink-broker", "default"],
                      ["swarm", "--image", "x"], []):
             p = manifest(*args, rc=2)
             self.assertEqual(p.stdout, "", args)
-            if args and args[0] == "knative":
+            if args and args[0] in ("knative", "kubernetes"):
                 self.assertEqual(p.stderr.count("\n"), 1, (args, p.stderr))
 
 

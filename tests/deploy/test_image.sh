@@ -74,10 +74,14 @@ base=(data/ etc/ etc/group etc/passwd hookd lib/ lib/x86_64-linux-gnu/
 # libcrypto for HOOKD_WEBHOOK_SECRET; libpq and what it links for DATABASE_URL
 # (OpenSSL, Kerberos, OpenLDAP and, through it, GnuTLS); the CA bundle.
 extra=(etc/ssl/ etc/ssl/certs/ etc/ssl/certs/ca-certificates.crt)
+# libcurl and what it links beyond those, for forwarding (K_SINK,
+# HOOKD_FORWARD_URL).
 for l in libcom_err.so.2 libcrypto.so.3 libffi.so.8 libgmp.so.10 libgnutls.so.30 libgssapi_krb5.so.2 \
          libhogweed.so.6 libidn2.so.0 libk5crypto.so.3 libkeyutils.so.1 libkrb5.so.3 libkrb5support.so.0 \
          liblber-2.5.so.0 libldap-2.5.so.0 libnettle.so.8 libp11-kit.so.0 libpq.so.5 libresolv.so.2 \
-         libsasl2.so.2 libssl.so.3 libtasn1.so.6 libunistring.so.2; do
+         libsasl2.so.2 libssl.so.3 libtasn1.so.6 libunistring.so.2 \
+         libcurl.so.4 libbrotlicommon.so.1 libbrotlidec.so.1 libnghttp2.so.14 libpsl.so.5 librtmp.so.1 \
+         libssh2.so.1 libz.so.1 libzstd.so.1; do
     extra+=("lib/x86_64-linux-gnu/$l")
 done
 same_list() { # same_list FILE ENTRY...: the archive's entries are exactly these

@@ -1021,3 +1021,67 @@ Test(graphql, repeated_documents_answer_alike)
     }
     hk_finish(&srv);
 }
+
+/* Forwarding's state (docs/forwarding.md) as `delivery`, and the filter.
+ * The sink is a port nothing listens on: each row is tried, fails to
+ * connect and waits for its retry, pending with its error. */
+Test(graphql, delivery_shows_forwarding_and_filters)
+{
+    hk_server_start(&srv, NULL);
+    hk_create(&srv, "s", "e", NULL);   /* stored while forwarding is off */
+    char url[96];
+    snprintf(url, sizeof url, "HOOKD_FORWARD_URL=http://127.0.0.1:%d/nowhere", srv.port);
+    hk_server_stop_clean(&srv);
+    /* The same database, now forwarding (to the port it had: nothing there). */
+    size_t n = 0;
+    while (srv.env[n])
+        n++;
+    cr_assert_lt(n + 2, (size_t)HK_MAX_ENV);
+    srv.env[n] = strdup(url);
+    srv.env[n + 1] = strdup("HOOKD_FORWARD_BACKOFF=1h");
+    hk_server_restart(&srv);
+    struct hk_resp r;
+    hk_post_json(&srv, "/api/webhooks", "{\"source\":\"f\",\"eventType\":\"e\",\"payload\":null}", &r);
+    json_t *j = hk_assert_json(&r, 201);
+    int64_t fwd = json_integer_value(json_object_get(j, "id"));
+    json_decref(j);
+    hk_resp_free(&r);
+    char q[256];
+    snprintf(q, sizeof q, "{ webhook(id: \"%" PRId64 "\") { delivery { state attempts lastStatus lastError "
+                          "nextAttemptAt lastAttemptAt } } }", fwd);
+    for (int tries = 0;; tries++) {
+        j = query(&srv, q, NULL);
+        if (json_integer_value(at(j, "data.webhook.delivery.attempts")) >= 1)
+            break;
+        cr_assert_lt(tries, 200, "no attempt was made");
+        json_decref(j);
+        usleep(25 * 1000);
+    }
+    cr_expect_str_eq(at_str(j, "data.webhook.delivery.state"), "PENDING");
+    cr_expect(json_is_null(at(j, "data.webhook.delivery.lastStatus")));
+    cr_expect(json_is_string(at(j, "data.webhook.delivery.lastError")));
+    cr_expect(hk_parse_rfc3339(at_str(j, "data.webhook.delivery.nextAttemptAt")) > 0);
+    cr_expect(hk_parse_rfc3339(at_str(j, "data.webhook.delivery.lastAttemptAt")) > 0);
+    json_decref(j);
+    /* The same as REST. */
+    char path[64];
+    snprintf(path, sizeof path, "/api/webhooks/%" PRId64, fwd);
+    hk_get(&srv, path, &r);
+    j = hk_assert_json(&r, 200);
+    cr_expect_str_eq(hk_jstr(json_object_get(j, "delivery"), "state"), "pending");
+    json_decref(j);
+    hk_resp_free(&r);
+    /* A row stored before forwarding was on has none; the filter. */
+    j = query(&srv, "{ p: webhooks(delivery: PENDING) { edges { node { id } } }"
+                    " n: webhooks(delivery: NONE) { edges { node { id source delivery { state } } } }"
+                    " f: webhooks(delivery: FAILED) { edges { node { id } } } }", NULL);
+    cr_expect_eq(json_array_size(at(j, "data.p.edges")), 1);
+    cr_expect_eq(id_of(at(j, "data.p.edges.0.node.id")), fwd);
+    cr_expect_eq(json_array_size(at(j, "data.n.edges")), 1);
+    cr_expect(json_is_null(at(j, "data.n.edges.0.node.delivery")));
+    cr_expect_eq(json_array_size(at(j, "data.f.edges")), 0);
+    json_decref(j);
+    j = gq_err(&srv, &(struct gq_call){.query = "{ webhooks(delivery: LOST) { edges { cursor } } }"}, 200);
+    json_decref(j);
+    hk_finish(&srv);
+}

@@ -327,7 +327,9 @@ Test(obs, openapi_yaml_default_json_on_request)
     const char *path;
     json_t *item;
     json_object_foreach(json_object_get(doc, "paths"), path, item) {
-        if (!json_object_get(item, "get") || strchr(path, '{') || strstr(path, "benchmark"))
+        /* The live feed never ends (test_stream.c has it). */
+        if (!json_object_get(item, "get") || strchr(path, '{') || strstr(path, "benchmark") ||
+            strstr(path, "/stream"))
             continue;
         hk_get(&srv, path, &r);
         cr_expect(r.status == 200 || r.status == 503, "GET %s: %ld", path, r.status);

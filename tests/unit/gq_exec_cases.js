@@ -19,12 +19,14 @@ const schema = g.buildSchema(sdl);
 const W1 = {
   id: '1', source: 'stripe', eventType: 'charge.succeeded', payload: '{"a":1}',
   receivedAt: '2026-11-29T19:03:01.123456Z', ingress: false, contentType: null, deliveryId: null,
-  bodyBytes: null, bodySha256: null, clientAddress: null,
+  bodyBytes: null, bodySha256: null, clientAddress: null, delivery: null,
 };
 const W2 = {
   id: '2', source: 'github', eventType: 'push', payload: 'caf\u00e9 \u2713 \u0001 "q" \\ \n',
   receivedAt: '2026-11-29T19:04:00.000001Z', ingress: true, contentType: 'application/json',
   deliveryId: 'd-2', bodyBytes: 17, bodySha256: 'ab'.repeat(32), clientAddress: '10.0.0.1',
+  delivery: { state: 'FAILED', attempts: 3, lastStatus: 410, lastError: 'HTTP 410', nextAttemptAt: null,
+              lastAttemptAt: '2026-11-29T19:05:00.000001Z' },
 };
 const ROOT = {
   webhook: W1,
@@ -47,6 +49,11 @@ const cases = [
      bodyBytes bodySha256 clientAddress } }`, { root: with_({ webhook: W2 }) }],
   ['connection', '{ webhooks(first: 2, source: "stripe") { edges { cursor node { id source } } pageInfo { hasNextPage endCursor } } }'],
   ['sources', '{ sources { source count lastReceivedAt } }'],
+  ['delivery', '{ webhook(id: "2") { delivery { state attempts lastStatus lastError nextAttemptAt lastAttemptAt __typename } } }',
+    { root: with_({ webhook: W2 }) }],
+  ['delivery_none', '{ webhook(id: "1") { id delivery { state } } }'],
+  ['delivery_bad_enum', '{ webhook(id: "1") { delivery { state } } }',
+    { root: with_({ webhook: Object.assign({}, W1, { delivery: { state: 'LOST', attempts: 0 } }) }) }],
   ['unknown_field_left_out', '{ system { version nope } nope2 }'],
   ['object_without_selection', '{ system }'],
   // fragments

@@ -107,7 +107,31 @@ Test(config, durations)
     cr_expect_eq(ms, 3600000u);
     cr_expect_eq(hk_parse_duration_ms("-1s", &ms), -1);
     cr_expect_eq(hk_parse_duration_ms("s", &ms), -1);
-    cr_expect_eq(hk_parse_duration_ms("1d", &ms), -1);
+    cr_expect_eq(hk_parse_duration_ms("30d", &ms), 0);
+    cr_expect_eq(ms, UINT64_C(2592000000));
+    cr_expect_eq(hk_parse_duration_ms("1w", &ms), -1);
+    cr_expect_eq(hk_parse_duration_ms("1dd", &ms), -1);
+    cr_expect_eq(hk_parse_duration_ms("99999999999999999d", &ms), -1, "overflow");
+}
+
+Test(config, sizes)
+{
+    uint64_t b;
+    cr_expect_eq(hk_parse_size("65536", &b), 0);
+    cr_expect_eq(b, 65536u);
+    cr_expect_eq(hk_parse_size("512KiB", &b), 0);
+    cr_expect_eq(b, 512u * 1024);
+    cr_expect_eq(hk_parse_size("64M", &b), 0);
+    cr_expect_eq(b, UINT64_C(64) << 20);
+    cr_expect_eq(hk_parse_size("2GiB", &b), 0);
+    cr_expect_eq(b, UINT64_C(2) << 30);
+    cr_expect_eq(hk_parse_size("1TiB", &b), 0);
+    cr_expect_eq(b, UINT64_C(1) << 40);
+    cr_expect_eq(hk_parse_size("1.5G", &b), -1);
+    cr_expect_eq(hk_parse_size("-1", &b), -1);
+    cr_expect_eq(hk_parse_size("1MB", &b), -1, "decimal units are not accepted: say MiB");
+    cr_expect_eq(hk_parse_size("", &b), -1);
+    cr_expect_eq(hk_parse_size("99999999999T", &b), -1, "overflow");
 }
 
 Test(config, secret_from_file)

@@ -216,7 +216,7 @@ Test(gq_schema, lookups_and_type_references)
 {
     const struct gq_schema *s = hk_gq_schema();
     cr_assert_eq(s, hk_gq_schema());
-    cr_expect_eq(s->ntypes, 22);
+    cr_expect_eq(s->ntypes, 24);
     cr_expect_eq(s->ndirectives, 5);
     cr_expect_str_eq(s->query_type, "Query");
     cr_expect_str_eq(s->mutation_type, "Mutation");
@@ -224,7 +224,7 @@ Test(gq_schema, lookups_and_type_references)
     const struct gq_type_def *w = gq_schema_type(s, "Webhook", 7);
     cr_assert(w);
     cr_expect_eq(w->kind, GQ_OBJECT);
-    cr_expect_eq(w->nfields, 11);
+    cr_expect_eq(w->nfields, 12);
     cr_expect_null(gq_schema_type(s, "Webhoo", 6));
     cr_expect_null(gq_schema_type(s, "Webhooks", 8));
     cr_expect_eq(gq_schema_type(s, "Webhooks", 7), w);   /* by length, not NUL */
@@ -253,7 +253,7 @@ Test(gq_schema, lookups_and_type_references)
     hk_buf_free(&b);
 
     const struct gq_field_def *ws = gq_type_field(q, "webhooks", 8);
-    cr_assert_eq(ws->nargs, 7);
+    cr_assert_eq(ws->nargs, 8);
     cr_expect_str_eq(ws->args[0].name, "first");
     cr_expect_str_eq(ws->args[0].default_value, "20");
     cr_expect_str_eq(ws->args[4].name, "deliveryId");
@@ -353,7 +353,7 @@ Test(gq_exec, introspection_shape)
         json_t *got = json_loads(r.out, 0, NULL);
         cr_assert(got, "not JSON: %.200s", r.out);
         json_t *types = json_object_get(json_object_get(json_object_get(got, "data"), "__schema"), "types");
-        cr_expect_eq(json_array_size(types), 22);
+        cr_expect_eq(json_array_size(types), 24);
         json_t *dirs = json_object_get(json_object_get(json_object_get(got, "data"), "__schema"), "directives");
         cr_expect_eq(json_array_size(dirs), 5);
         cr_expect_str_eq(json_string_value(json_object_get(json_array_get(dirs, 2), "name")), "deprecated");

@@ -2,9 +2,10 @@
  * ingress/sources.c: every key of the sources file and its default, YAML
  * and JSON, every refusal with its exact one-line message (and never a
  * secret in it), secret decoding per scheme (HMAC pads checked against
- * libcrypto's own HMAC), trusted proxies, reference counting, a file of
- * HK_SOURCES_MAX sources; and ingress/cli.c: `hookd sign` into `hookd
- * verify` for several schemes, tampering, and usage errors. */
+ * libcrypto's own HMAC), trusted proxies, the forward: and retention:
+ * keys (a sink URL's password never in an error), reference counting, a
+ * file of HK_SOURCES_MAX sources; and ingress/cli.c: `hookd sign` into
+ * `hookd verify` for several schemes, tampering, and usage errors. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -949,6 +950,271 @@ Test(sources, a_secret_never_reaches_the_error)
         hk_sources_unref(s);
     }
     unlink(fpath);
+}
+
+/* ------------------------------------------ forwarding and retention keys */
+
+Test(sources, forward_and_retention_defaults)
+{
+    struct hk_sources *s = parse("sources: [{name: a, scheme: none}]");
+    cr_assert_not_null(s, "%s", err);
+    const struct hk_source *a = find(s, "a");
+    cr_assert_not_null(a);
+    cr_expect_not(a->forward.off);
+    cr_expect_null(a->forward.url);
+    cr_expect_null(a->forward.type);
+    cr_expect_eq(a->forward.mode, -1);
+    cr_expect_not(a->forward.fifo);
+    cr_expect_not(a->retention.set);
+    cr_expect_eq(a->retention.max_age_ms, 0);
+    cr_expect_eq(a->retention.max_rows, 0);
+    hk_sources_unref(s);
+}
+
+Test(sources, every_forward_and_retention_key)
+{
+    struct hk_sources *s = parse("sources:\n"
+                                 "- name: shop\n"
+                                 "  scheme: none\n"
+                                 "  forward:\n"
+                                 "    url: https://user:pa%40ss@sink.example:8443/in?x=1#f\n"
+                                 "    type: \"com.example.{source}.{event}\"\n"
+                                 "    mode: structured\n"
+                                 "    fifo: true\n"
+                                 "  retention:\n"
+                                 "    maxAge: 30d\n"
+                                 "    maxRows: 100000\n"
+                                 "- name: quiet\n"
+                                 "  scheme: none\n"
+                                 "  forward: false\n"
+                                 "  retention: {maxRows: 5}\n"
+                                 "- name: bin\n"
+                                 "  scheme: none\n"
+                                 "  forward: {mode: binary, fifo: false}\n"
+                                 "  retention: {maxAge: 0}\n"
+                                 "- name: plain\n"
+                                 "  scheme: none\n"
+                                 "  forward: {url: 'http://[::1]:9/x'}\n"
+                                 "  retention: {maxAge: \"500ms\", maxRows: 0}\n");
+    cr_assert_not_null(s, "%s", err);
+    const struct hk_source *a = find(s, "shop");
+    cr_assert_not_null(a);
+    cr_expect_not(a->forward.off);
+    cr_expect_str_eq(a->forward.url, "https://user:pa%40ss@sink.example:8443/in?x=1#f");
+    cr_expect_str_eq(a->forward.type, "com.example.{source}.{event}");
+    cr_expect_eq(a->forward.mode, 1);
+    cr_expect(a->forward.fifo);
+    cr_expect(a->retention.set);
+    cr_expect_eq(a->retention.max_age_ms, UINT64_C(30) * 86400000);
+    cr_expect_eq(a->retention.max_rows, 100000);
+    const struct hk_source *q = find(s, "quiet");
+    cr_assert_not_null(q);
+    cr_expect(q->forward.off);
+    cr_expect_null(q->forward.url);
+    cr_expect_eq(q->forward.mode, -1);
+    cr_expect(q->retention.set);
+    cr_expect_eq(q->retention.max_age_ms, 0);
+    cr_expect_eq(q->retention.max_rows, 5);
+    const struct hk_source *b = find(s, "bin");
+    cr_assert_not_null(b);
+    cr_expect_not(b->forward.off);
+    cr_expect_null(b->forward.url);
+    cr_expect_null(b->forward.type);
+    cr_expect_eq(b->forward.mode, 0);
+    cr_expect_not(b->forward.fifo);
+    cr_expect(b->retention.set, "maxAge: 0 is a rule of its own: keep forever");
+    cr_expect_eq(b->retention.max_age_ms, 0);
+    cr_expect_eq(b->retention.max_rows, 0);
+    const struct hk_source *p = find(s, "plain");
+    cr_assert_not_null(p);
+    cr_expect_str_eq(p->forward.url, "http://[::1]:9/x");
+    cr_expect_eq(p->forward.mode, -1);
+    cr_expect_eq(p->retention.max_age_ms, 500);
+    hk_sources_unref(s);
+}
+
+Test(sources, retention_durations)
+{
+    static const struct {
+        const char *v;
+        uint64_t ms;
+    } ok[] = {{"500ms", 500}, {"10s", 10000}, {"2m", 120000}, {"1h", 3600000}, {"30d", UINT64_C(2592000000)},
+              {"0", 0},       {"0s", 0},      {"36500d", UINT64_C(3153600000000)}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "sources: [{name: a, scheme: none, retention: {maxAge: %s}}]", ok[i].v);
+        struct hk_sources *s = parse(text);
+        cr_assert_not_null(s, "%s: %s", ok[i].v, err);
+        cr_expect_eq(s->v[0].retention.max_age_ms, ok[i].ms, "%s", ok[i].v);
+        hk_sources_unref(s);
+    }
+    struct hk_sources *s = parse("sources: [{name: a, scheme: none, retention: {maxRows: 9223372036854775807}}]");
+    cr_assert_not_null(s, "%s", err);
+    cr_expect_eq(s->v[0].retention.max_rows, (uint64_t)INT64_MAX);
+    hk_sources_unref(s);
+}
+
+Test(sources, forward_and_retention_refusals)
+{
+#define SRC(x) "sources: [{name: a, scheme: none, " x "}]"
+#define ERR(x) "sources.yaml: source \"a\": " x
+    static const char *const cases[][2] = {
+        {SRC("forward: true"),
+         ERR("forward: true is the default (leave the key out), or give a mapping (url, type, mode, fifo)")},
+        {SRC("forward: off"), ERR("forward: expected false or a mapping (url, type, mode, fifo), not a scalar")},
+        {SRC("forward: 'false'"), ERR("forward: expected false or a mapping (url, type, mode, fifo), not a scalar")},
+        {SRC("forward: ~"), ERR("forward: expected false or a mapping (url, type, mode, fifo), not null")},
+        {SRC("forward: [http://x]"), ERR("forward: expected false or a mapping (url, type, mode, fifo), not a list")},
+        {SRC("forward: {}"), ERR("forward: an empty mapping (leave the key out instead)")},
+        {SRC("forward: {uri: http://x}"), ERR("forward: unknown key \"uri\" (expected url, type, mode, fifo)")},
+        {SRC("forward: {url: http://x, url: http://y}"), ERR("forward.url: given twice")},
+        {SRC("forward: {mode: binary, mode: binary}"), ERR("forward.mode: given twice")},
+        {SRC("forward: {url: ftp://sink.example/x}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: 'http://sink.example/a b'}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: \"http://sink.example/\\ta\"}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: \"http://sink.example/\\u00e9\"}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: 'http://'}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: 'http:///path'}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: 'https://user:pw@/path'}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: 'http://:8080/x'}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: 'HTTP://sink.example/'}"),
+         ERR("forward.url: expected http:// or https://, a host, and no spaces or control characters")},
+        {SRC("forward: {url: ''}"), ERR("forward.url: empty")},
+        {SRC("forward: {url: {env: X}}"), ERR("forward.url: expected a string, not a mapping")},
+        {SRC("forward: {type: ''}"), ERR("forward.type: empty")},
+        {SRC("forward: {type: [a]}"), ERR("forward.type: expected a string, not a list")},
+        {SRC("forward: {type: 'com.{type}'}"),
+         ERR("forward.type: an unknown placeholder (only {event} and {source})")},
+        {SRC("forward: {type: 'com.{event'}"),
+         ERR("forward.type: an unknown placeholder (only {event} and {source})")},
+        {SRC("forward: {type: 'com.x}'}"), ERR("forward.type: a '}' outside a placeholder ({event}, {source})")},
+        {SRC("forward: {type: \"com.\\u00e9\"}"),
+         ERR("forward.type: printable ASCII, not starting or ending with a space")},
+        {SRC("forward: {type: \"com.\\nx\"}"),
+         ERR("forward.type: printable ASCII, not starting or ending with a space")},
+        {SRC("forward: {type: ' com.x'}"),
+         ERR("forward.type: printable ASCII, not starting or ending with a space")},
+        {SRC("forward: {mode: Binary}"), ERR("forward.mode: binary or structured")},
+        {SRC("forward: {mode: 1}"), ERR("forward.mode: binary or structured")},
+        {SRC("forward: {mode: ''}"), ERR("forward.mode: empty")},
+        {SRC("forward: {fifo: yes}"), ERR("forward.fifo: expected true or false")},
+        {SRC("forward: {fifo: 'true'}"), ERR("forward.fifo: expected true or false")},
+        {SRC("retention: 30d"), ERR("retention: expected a mapping (maxAge, maxRows), not a scalar")},
+        {SRC("retention: false"), ERR("retention: expected a mapping (maxAge, maxRows), not a scalar")},
+        {SRC("retention: ~"), ERR("retention: expected a mapping (maxAge, maxRows), not null")},
+        {SRC("retention: {}"), ERR("retention: an empty mapping (leave the key out instead)")},
+        {SRC("retention: {maxage: 1d}"), ERR("retention: unknown key \"maxage\" (expected maxAge, maxRows)")},
+        {SRC("retention: {maxAge: 1d, maxAge: 2d}"), ERR("retention.maxAge: given twice")},
+        {SRC("retention: {maxRows: 1, maxRows: 2}"), ERR("retention.maxRows: given twice")},
+        {SRC("retention: {maxAge: 30}"),
+         ERR("retention.maxAge: expected a duration such as 30d, 12h, 90m or 500ms (0: keep forever)")},
+        {SRC("retention: {maxAge: 30w}"),
+         ERR("retention.maxAge: expected a duration such as 30d, 12h, 90m or 500ms (0: keep forever)")},
+        {SRC("retention: {maxAge: -1d}"),
+         ERR("retention.maxAge: expected a duration such as 30d, 12h, 90m or 500ms (0: keep forever)")},
+        {SRC("retention: {maxAge: 1.5h}"),
+         ERR("retention.maxAge: expected a duration such as 30d, 12h, 90m or 500ms (0: keep forever)")},
+        {SRC("retention: {maxAge: 99999999999999999999d}"),
+         ERR("retention.maxAge: expected a duration such as 30d, 12h, 90m or 500ms (0: keep forever)")},
+        {SRC("retention: {maxAge: 36501d}"), ERR("retention.maxAge: at most 36500d")},
+        {SRC("retention: {maxAge: ''}"), ERR("retention.maxAge: empty")},
+        {SRC("retention: {maxAge: [1d]}"), ERR("retention.maxAge: expected a string, not a list")},
+        {SRC("retention: {maxRows: -1}"), ERR("retention.maxRows: expected a whole number")},
+        {SRC("retention: {maxRows: '5'}"), ERR("retention.maxRows: expected a whole number")},
+        {SRC("retention: {maxRows: 1e3}"), ERR("retention.maxRows: expected a whole number")},
+        {SRC("retention: {maxRows: 9223372036854775808}"),
+         ERR("retention.maxRows: from 0 to 9223372036854775807")},
+        {SRC("forward: false, forward: false"), ERR("forward: given twice")},
+        {SRC("retention: {maxRows: 1}, retention: {maxRows: 1}"), ERR("retention: given twice")},
+    };
+#undef SRC
+#undef ERR
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_error(cases[i][0], cases[i][1]);
+    /* A type of 256 bytes is the most. */
+    char text[512], type[260];
+    memset(type, 'x', 257);
+    type[256] = '\0';
+    snprintf(text, sizeof text, "sources: [{name: a, scheme: none, forward: {type: %s}}]", type);
+    struct hk_sources *s = parse(text);
+    cr_expect_not_null(s, "%s", err);
+    hk_sources_unref(s);
+    type[256] = 'x';
+    type[257] = '\0';
+    snprintf(text, sizeof text, "sources: [{name: a, scheme: none, forward: {type: %s}}]", type);
+    expect_error(text, "sources.yaml: source \"a\": forward.type: longer than 256 bytes");
+}
+
+/* The sink's URL may carry a password: no refusal of the URL, nor a later
+ * error of the same source, quotes any of it. */
+Test(sources, a_forward_url_never_reaches_the_error)
+{
+    static const char *const broken[] = {
+        "sources: [{name: a, scheme: none, forward: {url: 'https://u:RECOGNISABLEpw@sink example/'}}]",
+        "sources: [{name: a, scheme: none, forward: {url: 'ftp://u:RECOGNISABLEpw@sink.example/'}}]",
+        "sources: [{name: a, scheme: none, forward: {url: \"https://u:RECOGNISABLEpw@sink.example/\\u0001\"}}]",
+        "sources: [{name: a, scheme: none, forward: {url: 'https://u:RECOGNISABLEpw@/'}}]",
+        "sources: [{name: a, scheme: none, forward: {url: 'https://u:RECOGNISABLEpw@sink.example/', x: 1}}]",
+        "sources: [{name: a, scheme: none, forward: {url: 'https://u:RECOGNISABLEpw@sink.example/', mode: x}}]",
+        "sources: [{name: a, scheme: none, forward: {url: 'https://u:RECOGNISABLEpw@sink.example/'}, bad: 1}]",
+        "sources: [{name: a, scheme: none, forward: {url: 'https://u:RECOGNISABLEpw@sink.example/'}},"
+        " {name: a, scheme: none}]",
+    };
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        struct hk_sources *s = parse(broken[i]);
+        cr_expect_null(s, "accepted: %s", broken[i]);
+        cr_expect_neq(err[0], '\0');
+        expect_no_secret_in(err);
+        cr_expect_null(strstr(err, "sink"), "the URL in: %s", err);
+        hk_sources_unref(s);
+    }
+}
+
+Test(sources, forward_and_retention_in_json)
+{
+    struct hk_sources *s = parse("{\"sources\": [\n"
+                                 "  {\"name\": \"gh\", \"scheme\": \"github\",\n"
+                                 "   \"secrets\": [{\"env\": \"GH_SECRET\"}],\n"
+                                 "   \"forward\": {\"url\": \"http://127.0.0.1:9/in\", \"type\": \"gh.{event}\",\n"
+                                 "                 \"mode\": \"binary\", \"fifo\": true},\n"
+                                 "   \"retention\": {\"maxAge\": \"12h\", \"maxRows\": 250}},\n"
+                                 "  {\"name\": \"off\", \"scheme\": \"none\", \"forward\": false,\n"
+                                 "   \"retention\": {\"maxAge\": 0}}\n"
+                                 "]}");
+    cr_assert_not_null(s, "%s", err);
+    const struct hk_source *gh = find(s, "gh");
+    cr_assert_not_null(gh);
+    cr_expect_str_eq(gh->forward.url, "http://127.0.0.1:9/in");
+    cr_expect_str_eq(gh->forward.type, "gh.{event}");
+    cr_expect_eq(gh->forward.mode, 0);
+    cr_expect(gh->forward.fifo);
+    cr_expect(gh->retention.set);
+    cr_expect_eq(gh->retention.max_age_ms, 12 * 3600000);
+    cr_expect_eq(gh->retention.max_rows, 250);
+    const struct hk_source *off = find(s, "off");
+    cr_assert_not_null(off);
+    cr_expect(off->forward.off);
+    cr_expect(off->retention.set);
+    cr_expect_eq(off->retention.max_age_ms, 0);
+    hk_sources_unref(s);
+    expect_error("{\"sources\": [{\"name\": \"a\", \"scheme\": \"none\", \"forward\": true}]}",
+                 "sources.yaml: source \"a\": forward: true is the default (leave the key out), or give a mapping "
+                 "(url, type, mode, fifo)");
+    expect_error("{\"sources\": [{\"name\": \"a\", \"scheme\": \"none\", \"retention\": {\"maxAge\": 86400}}]}",
+                 "sources.yaml: source \"a\": retention.maxAge: expected a duration such as 30d, 12h, 90m or 500ms "
+                 "(0: keep forever)");
+    expect_error("{\"sources\": [{\"name\": \"a\", \"scheme\": \"none\", \"retention\": {\"maxRows\": 5.0}}]}",
+                 "sources.yaml: source \"a\": retention.maxRows: expected a whole number");
+    expect_error("{\"sources\": [{\"name\": \"a\", \"scheme\": \"none\", \"forward\": {\"fifo\": 1}}]}",
+                 "sources.yaml: source \"a\": forward.fifo: expected true or false");
 }
 
 /* ------------------------------------------------- lookups and lifetime */

@@ -19,7 +19,8 @@ import traceback
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from hkbench import auth, builds, graphql, ingress, jsonout, measure, pg, procs, report, system, targets  # noqa: E402
+from hkbench import (auth, builds, forward, graphql, ingress, jsonout, measure, pg, procs, report,  # noqa: E402
+                     system, targets)
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -91,6 +92,17 @@ def args_parser():
                    help=f"envelopes in the store under the GraphQL profile (default {graphql.ROWS}, smoke 100)")
     a.add_argument("--gq-parse-bench",
                    help="the parse + validate microbenchmark to run (default: each variant's bench/gq_parse_bench)")
+    a.add_argument("--no-forward", action="store_true",
+                   help="leave out the forwarding profile: POST /api/webhooks with forwarding to an nginx sink vs "
+                        "without, receive -> sink latency at half that rate, the mix during a retention purge")
+    a.add_argument("--forward-variants", default="release,given",
+                   help="variants measured with the forwarding profile ('all' for every one)")
+    a.add_argument("--forward-connections", type=int, default=100,
+                   help="connections for the forwarding profile's loads")
+    a.add_argument("--forward-rows", type=int,
+                   help=f"rows preloaded under the purge points (default {forward.ROWS}, "
+                        f"smoke {forward.SMOKE_ROWS})")
+    a.add_argument("--forward-sink-cpus", help="CPUs for the forwarding profile's sink (default: --load-cpus)")
     return a
 
 
@@ -157,6 +169,8 @@ def main(argv=None):
                          early_s=early_s, late_from_s=late_s, noise_pct=a.noise_pct,
                          quiet_wait_s=0 if a.smoke else (5 if quick else 60),
                          idle_probe_s=0.3 if a.smoke else 1.0, bench_dir=BENCH, work=work)
+    cfg.sink_cpus = (fit_cpus(system.parse_cpulist(a.forward_sink_cpus), "sink", notes) if a.forward_sink_cpus
+                     else load_cpus)
     doc["machine"] = system.machine_info()
     doc["benchmarkConfig"] = {
         "durationS": duration,
@@ -191,6 +205,14 @@ def main(argv=None):
     gq_rows = a.graphql_rows or (100 if a.smoke else graphql.ROWS)
     doc["graphql"] = (graphql.skipped("--no-graphql") if a.no_graphql
                       else graphql.section(a.graphql_connections, duration, a.graphql_variants, gq_rows))
+    fwd_rows = a.forward_rows or (forward.SMOKE_ROWS if a.smoke else forward.ROWS)
+    if a.no_forward:
+        doc["forward"] = forward.skipped("--no-forward")
+    elif not shutil.which("nginx"):
+        doc["forward"] = forward.skipped("nginx is not installed (the sink; scripts/deps.sh bench)")
+    else:
+        doc["forward"] = forward.section(a.forward_connections, duration, a.forward_variants, fwd_rows,
+                                         cfg.sink_cpus)
     doc["skipped"] = skipped
     doc["notes"] = notes
     pg_log = os.path.join(work, "pg.log")
@@ -336,8 +358,20 @@ def main(argv=None):
                 doc["graphql"]["targets"][t.name] = r
                 if r["status"] != "ok":
                     print(f"bench: {t.name} GraphQL profile FAILED: {r['reason']}", file=sys.stderr)
+            if doc["forward"].get("status") == "ok" and forward.wanted(t, a.forward_variants):
+                c = forward.ensure_ceiling(cfg, doc["forward"], duration)
+                if c["status"] != "ok":
+                    print(f"bench: the forwarding sink alone FAILED: {c['reason']}", file=sys.stderr)
+                print(f"bench: measuring {t.name} with the forwarding profile ({fwd_rows} rows) ...",
+                      file=sys.stderr, flush=True)
+                r = forward.measure_target(cfg, t, db if t.store == "postgres" else None, a.forward_connections,
+                                           duration, rows=fwd_rows)
+                doc["forward"]["targets"][t.name] = r
+                if r["status"] != "ok":
+                    print(f"bench: {t.name} forwarding profile FAILED: {r['reason']}", file=sys.stderr)
         doc["ingress"] = ingress.finish(doc["ingress"])
         doc["graphql"] = graphql.finish(doc["graphql"])
+        doc["forward"] = forward.finish(doc["forward"])
 
         # Ceilings.
         if "nginx" in doc["targets"]:
@@ -370,7 +404,8 @@ def main(argv=None):
         doc["plots"] = report.plots(doc, plot_dir)
     except Exception as e:  # noqa: BLE001
         notes.append(f"plots failed: {e}")
-    problems = jsonout.check_complete(doc) + ingress.check_complete(doc) + graphql.check_complete(doc)
+    problems = (jsonout.check_complete(doc) + ingress.check_complete(doc) + graphql.check_complete(doc)
+                + forward.check_complete(doc))
     doc["completeness"] = problems
     jsonout.write_json(json_path, doc)
     print(report.summary(doc))
@@ -402,7 +437,7 @@ def any_noisy(doc):
         return False
 
     return (walk(doc.get("targets")) or walk(doc.get("sweep")) or walk(doc.get("ceilings"))
-            or walk(doc.get("ingress")) or walk(doc.get("graphql")))
+            or walk(doc.get("ingress")) or walk(doc.get("graphql")) or walk(doc.get("forward")))
 
 
 def make_trainer(cfg, db, quick):

@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 
-from . import graphql, ingress, jsonout
+from . import forward, graphql, ingress, jsonout
 
 
 def _get(d, *path):
@@ -99,7 +99,28 @@ def goals(doc):
         add(f"first GraphQL query after ready, {label}, median (ms)", r.get("firstQueryMs"), lim["firstQueryMsMax"])
     pv = graphql_parse_result(doc)
     add("GraphQL parse + validate, 2 KB query, median (us)", pv.get("medianUs"), lim["parseValidateUsMax"])
+    # Forwarding and retention (issue 15): ingest with a sink vs without,
+    # receive -> sink at half that rate, the mix during purges; on each store.
+    lim = forward.LIMITS
+    for store, label in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
+        r = forward_result(doc, store)
+        c = r.get("connections", 100)
+        add(f"POST 2 KB c={c} {label}, forwarding on / off (req/s)", r.get("rpsRatio"), lim["rpsRatioMin"], "higher")
+        add(f"receive -> sink at half that rate, {label}, p99 (ms)", r.get("sinkP99Ms"), lim["sinkP99MsMax"])
+        add(f"mix c={c} {label}, p99 during purges / without", r.get("purgeP99Ratio"), lim["purgeP99RatioMax"])
+        add(f"rows not delivered after the drain, {label}", r.get("undelivered"), 0)
     return out
+
+
+def forward_result(doc, store):
+    """The forwarding profile's figures for the release variant (or the
+    given binary) on `store`, when they were measured; {} otherwise."""
+    T = _get(doc, "forward", "targets") or {}
+    for name in (f"hookd-release-{store}", f"hookd-given-{store}"):
+        r = T.get(name)
+        if isinstance(r, dict) and r.get("status") == "ok":
+            return r
+    return {}
 
 
 def graphql_result(doc, store):
@@ -176,6 +197,11 @@ def ratios(doc):
         if isinstance(x, dict) and x.get("status") == "ok":
             r.setdefault("graphqlVsRest", {})[name] = {"rpsRatio": x.get("rpsRatio"),
                                                        "cpuUsDelta": x.get("cpuUsDelta")}
+    for name, x in (_get(doc, "forward", "targets") or {}).items():
+        if isinstance(x, dict) and x.get("status") == "ok":
+            r.setdefault("forwardVsOff", {})[name] = {"rpsRatio": x.get("rpsRatio"),
+                                                      "cpuUsDelta": x.get("cpuUsDelta"),
+                                                      "purgeP99Ratio": x.get("purgeP99Ratio")}
     r["goals"] = goals(doc)
     return r
 
@@ -321,6 +347,81 @@ def graphql_lines(doc):
     return lines + other
 
 
+def forward_lines(doc):
+    """The forwarding section of the summary: the sink alone, then per
+    target the three comparisons, and why the others were not measured."""
+    sec = doc.get("forward")
+    if not isinstance(sec, dict):
+        return []
+    if sec.get("status") != "ok":
+        return ["", f"forwarding profile: {sec.get('status')}: {str(sec.get('reason', ''))[:160]}"]
+    lim = sec.get("limits") or forward.LIMITS
+    yes = {True: "yes", False: "NO", None: "-"}
+    sink = sec.get("sink") or {}
+    lines = ["", f"forwarding: POST /api/webhooks, {sec.get('bodyBytes')} B envelope, {sec.get('connections')} "
+                 f"connections, {sec.get('durationS')} s each, fresh servers, sink nginx on CPUs {sink.get('cpus')} "
+                 "(answers 202, logs its clock and ce-time);",
+             f"targets: forwarding on/off req/s >= {lim['rpsRatioMin']}, receive -> sink p99 <= "
+             f"{lim['sinkP99MsMax']} ms at {sec.get('rateFraction')}x the forwarding rate, mix p99 during purges <= "
+             f"{lim['purgeP99RatioMax']}x without ({sec.get('rows')} rows preloaded, HOOKD_PURGE_INTERVAL="
+             f"{sec.get('purgeInterval')}); every row delivered:"]
+    c = sink.get("ceiling") or {}
+    if c.get("status") == "ok":
+        lines.append(f"  the sink alone: {_f(c.get('rps'), '{:.0f}')} req/s at {c.get('connections')} connections, "
+                     f"p99 {_f(c.get('p99Ms'), '{:.2f}')} ms, {_f(c.get('sinkCpuUsPerRequest'))} us/req")
+    elif c:
+        lines.append(f"  the sink alone: {c.get('status')}: {str(c.get('reason', ''))[:140]}")
+    ingest, later, other = [], [], []
+    for name, x in (sec.get("targets") or {}).items():
+        if not isinstance(x, dict) or x.get("status") != "ok":
+            x = x if isinstance(x, dict) else {}
+            other.append(f"  {name}: {x.get('status')}: {str(x.get('reason', ''))[:160]}")
+            continue
+        off, on = _get(x, "ingest", "off") or {}, _get(x, "ingest", "on") or {}
+        pa, po, pn = x.get("latency") or {}, _get(x, "purge", "off") or {}, _get(x, "purge", "on") or {}
+        met = x.get("targetsMet") or {}
+
+        def mark(k):
+            return "" if met.get(k) is None else ("" if met[k] else " MISSED")
+
+        ingest.append([name, _f(off.get("rps"), "{:.0f}"), _f(on.get("rps"), "{:.0f}"),
+                       _f(x.get("rpsRatio"), "{:.3f}") + mark("rpsRatio"),
+                       _f(off.get("serverCpuUsPerRequest")), _f(on.get("serverCpuUsPerRequest")),
+                       _f(on.get("serverCpuUsPerRequestWithDrain")), _f(on.get("sinkCpuUsPerRequest")),
+                       _f(on.get("forwardRps"), "{:.0f}"), _f(_get(on, "afterLoad", "backlogAtEnd"), "{:.0f}"),
+                       _f(_get(on, "afterLoad", "drainS"), "{:.1f}"),
+                       str(x.get("undelivered", "-")) + mark("allDelivered"), yes[met.get("all")]])
+        later.append([name, f"{_f(pa.get('rps'), '{:.0f}')}/{x.get('rateTarget', '-')}",
+                      _f(_get(pa, "sink", "latency", "p50Ms"), "{:.2f}"),
+                      _f(x.get("sinkP99Ms"), "{:.2f}") + mark("sinkP99Ms"),
+                      _f(_get(pa, "sink", "latency", "maxMs"), "{:.1f}"),
+                      _f(_get(pa, "afterLoad", "latencyHistogram", "meanMs"), "{:.2f}"),
+                      _f(x.get("hookdP99Ms"), "{:.2f}"), _f(po.get("p99Ms"), "{:.2f}"), _f(pn.get("p99Ms"), "{:.2f}"),
+                      _f(x.get("purgeP99Ratio"), "{:.2f}") + mark("purgeP99Ratio"),
+                      _f(_get(pn, "retention", "deletedInWindow"), "{:.0f}"),
+                      f"{_get(pn, 'retention', 'intervalsWithDeletes')}/{_get(pn, 'retention', 'intervals')}"])
+    for rows, cols in ((ingest, ["target", "rps off", "rps on", "ratio", "us/req off", "us/req on", "+drain",
+                                 "sink us/req", "fwd rps", "backlog", "drain s", "undelivered", "met"]),
+                       (later, ["target", "paced rps", "sink p50", "sink p99", "sink max", "hookd mean",
+                                "hookd p99", "mix p99", "purging p99", "ratio", "deleted", "seconds"])):
+        if not rows:
+            continue
+        widths = [max(len(str(v)) for v in col) for col in zip(cols, *rows)]
+        lines.append("  " + "  ".join(c.rjust(w) if k else c.ljust(w) for k, (c, w) in enumerate(zip(cols, widths))))
+        for row in rows:
+            lines.append("  " + "  ".join(str(v).rjust(w) if k else str(v).ljust(w)
+                                          for k, (v, w) in enumerate(zip(row, widths))))
+    if ingest:
+        lines.append("  (us/req: server CPU per request; +drain: with the forwarding done after the window; fwd rps: "
+                     "deliveries during the window; backlog: rows not yet delivered when it ended; sink: nginx's "
+                     "clock, 1 ms resolution, minus ce-time; hookd: its latency histogram, interpolated; seconds: "
+                     "1 s intervals of the window with rows deleted)")
+    tm = sec.get("targetsMet")
+    if isinstance(tm, dict):
+        lines.append("  targetsMet: " + ", ".join(f"{k} {yes[v]}" for k, v in tm.items()))
+    return lines + other
+
+
 def _f(v, fmt="{:.1f}"):
     if v is None:
         return "-"
@@ -382,6 +483,7 @@ def summary(doc):
     lines += auth_lines(doc)
     lines += ingress_lines(doc)
     lines += graphql_lines(doc)
+    lines += forward_lines(doc)
     dbc = doc.get("ceilings", {}).get("database", {})
     lines.append("")
     if dbc.get("status") == "ok":

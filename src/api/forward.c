@@ -33,6 +33,8 @@
 #define ERROR_MAX 200            /* bytes of last_error kept */
 #define FREE_SENDS_MAX 64        /* idle send records a loop keeps */
 #define MAX_FIFO 64              /* FIFO sources named in one claim */
+#define SINKS 64                 /* sinks counted apart; more share the last slot */
+#define SINK_BUSY_MS 1000        /* a claimed row whose sink is at its limit waits this long */
 
 /* Latency buckets, seconds (receipt -> the sink's 2xx). */
 static const double lat_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
@@ -41,13 +43,22 @@ static const double lat_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 enum { R_DELIVERED, R_RETRY, R_FAILED, R__COUNT };
 static const char *const result_names[R__COUNT] = {"delivered", "retry", "failed"};
 
+/* Requests in flight to one sink (by its URL's hash), so that a sink that
+ * stalls holds at most its own share of the slots: the others keep going. */
+struct sink {
+    _Atomic uint64_t key;            /* 0: free */
+    _Atomic uint32_t n;
+};
+
 struct hk_forwarder {
     struct hk_api *api;
+    struct sink sinks[SINKS];
     const char *url;                 /* K_SINK, else HOOKD_FORWARD_URL (the configuration's string) */
     enum hk_ce_mode mode;
     struct hk_retry_policy policy;
     int64_t owner;                   /* this process's lease owner id */
-    uint32_t concurrency;
+    uint32_t concurrency;            /* per sink (HOOKD_FORWARD_CONCURRENCY) */
+    uint32_t total;                  /* all sinks together */
     uint64_t budget;                 /* HOOKD_FORWARD_INFLIGHT_BYTES */
     struct hk_fwd_loop *claimer;     /* loop 0's, while it runs */
     _Atomic uint32_t inflight;       /* requests in flight or reserved, all loops */
@@ -58,6 +69,7 @@ struct hk_forwarder {
     _Atomic uint64_t lat_sum_us;
     _Atomic uint64_t settle_errors;
     _Atomic uint64_t claimed;
+    _Atomic uint32_t settling;       /* outcomes not yet recorded by the store, all loops */
 };
 
 struct send {
@@ -68,6 +80,11 @@ struct send {
     int64_t id, received_us;
     int32_t attempts;                /* made before this one */
     uint64_t bytes;                  /* reserved in f->bytes */
+    struct sink *sink;               /* counted in, or NULL */
+    bool slot;                       /* holds a slot (and `bytes`): until its HTTP exchange ends */
+    bool settling;                   /* counted in f->settling: its outcome is on its way to the store */
+    unsigned settle_tries;           /* SETTLE submissions the store turned away */
+    struct send *retry_next;         /* the loop's settles to submit again */
     struct hk_buf hdr, body;         /* the encoded request */
     const char *lines[HK_CE_MAX_HEADERS];
     struct hk_store_op op;           /* the SETTLE */
@@ -83,6 +100,9 @@ struct hk_fwd_loop {
     unsigned nfree;
     unsigned live;                   /* sends in flight on this loop (request or settle) */
     bool stopping;
+    /* Settles the store turned away (busy, down), submitted again soon. */
+    struct send *retry;
+    uv_timer_t retry_timer;
     /* Loop 0: the claimer. */
     uv_timer_t timer;
     uv_async_t wake;                 /* another loop asks for a claim */
@@ -152,6 +172,7 @@ int hk_forward_new(struct hk_api *a, struct hk_forwarder **out, char *err, size_
     if (f->owner == 0)
         f->owner = 1;
     f->concurrency = cfg->forward_concurrency;
+    f->total = cfg->forward_concurrency * 4 < 65536 ? cfg->forward_concurrency * 4 : 65536;
     f->budget = cfg->forward_inflight_bytes;
     *out = f;
     return 0;
@@ -192,19 +213,43 @@ static struct send *send_get(struct hk_fwd_loop *fl)
     s->fl = fl;
     s->next = NULL;
     s->snap = NULL;
+    s->sink = NULL;
+    s->slot = true;
+    s->settling = false;
+    s->settle_tries = 0;
+    s->retry_next = NULL;
     s->hdr.len = s->body.len = 0;
     s->error[0] = '\0';
     fl->live++;
     return s;
 }
 
-/* The request is over (settled or dropped): give back its slot and bytes. */
+/* The HTTP exchange is over: give back its slots and bytes, so the next
+ * request need not wait for this one's outcome to reach the store. */
+static void release_slot(struct send *s)
+{
+    if (!s->slot)
+        return;
+    struct hk_forwarder *f = s->fl->f;
+    s->slot = false;
+    atomic_fetch_sub_explicit(&f->inflight, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&f->bytes, s->bytes, memory_order_relaxed);
+    if (s->sink)
+        atomic_fetch_sub_explicit(&s->sink->n, 1, memory_order_relaxed);
+    s->sink = NULL;
+    /* Room again: the claimer may have rows waiting. */
+    claim_soon(s->fl);
+}
+
+/* The send is over (settled or dropped): its record goes back. */
 static void send_put(struct send *s)
 {
     struct hk_fwd_loop *fl = s->fl;
     struct hk_forwarder *f = fl->f;
-    atomic_fetch_sub_explicit(&f->inflight, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&f->bytes, s->bytes, memory_order_relaxed);
+    release_slot(s);
+    if (s->settling)
+        atomic_fetch_sub_explicit(&f->settling, 1, memory_order_relaxed);
+    s->settling = false;
     if (s->snap)
         hk_sources_unref(s->snap);
     s->snap = NULL;
@@ -221,33 +266,126 @@ static void send_put(struct send *s)
         hk_buf_free(&s->body);
         free(s);
     }
-    /* Room again: the claimer may have rows waiting. */
     claim_soon(fl);
 }
 
-/* Take a slot and `bytes` of the budget: false when either is out. */
-static bool reserve(struct hk_forwarder *f, uint64_t bytes)
+/* The counter of the sink at `url` (FNV-1a of the URL; open addressing,
+ * claimed with a CAS; a full table shares its last slot). */
+static struct sink *sink_of(struct hk_forwarder *f, const char *url)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+        h = (h ^ *p) * UINT64_C(1099511628211);
+    if (h == 0)
+        h = 1;
+    for (unsigned i = 0; i < SINKS; i++) {
+        struct sink *k = &f->sinks[(h + i) % SINKS];
+        uint64_t cur = atomic_load_explicit(&k->key, memory_order_acquire);
+        if (cur == h)
+            return k;
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(&k->key, &zero, h) || zero == h)
+                return k;
+        }
+    }
+    return &f->sinks[SINKS - 1];
+}
+
+/* The URL a row of `src` (NULL: no such source) goes to. */
+static const char *url_of(const struct hk_forwarder *f, const struct hk_source *src)
+{
+    return src && src->forward.url ? src->forward.url : f->url;
+}
+
+/* Take a slot of the sink's, one of all, and `bytes` of the budget: false
+ * when any is out. The sink's slot only when `k` is not NULL. */
+static bool reserve(struct hk_forwarder *f, struct sink *k, uint64_t bytes)
 {
     uint32_t n = atomic_fetch_add_explicit(&f->inflight, 1, memory_order_relaxed);
     uint64_t b = atomic_fetch_add_explicit(&f->bytes, bytes, memory_order_relaxed);
-    if (n < f->concurrency && (b + bytes <= f->budget || b == 0))
+    uint32_t ks = k ? atomic_fetch_add_explicit(&k->n, 1, memory_order_relaxed) : 0;
+    /* Outcomes waiting for the store count too: a slow store slows the
+     * sends instead of piling up their records. */
+    uint32_t pending = atomic_load_explicit(&f->settling, memory_order_relaxed);
+    if (n < f->total && ks < f->concurrency && pending < f->total * 4 && (b + bytes <= f->budget || b == 0))
         return true;
     atomic_fetch_sub_explicit(&f->inflight, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&f->bytes, bytes, memory_order_relaxed);
+    if (k)
+        atomic_fetch_sub_explicit(&k->n, 1, memory_order_relaxed);
     return false;
+}
+
+static void settle_submit(struct send *s);
+static void on_retry_settles(uv_timer_t *t);
+
+/* Turned away by a busy or unavailable store: keep the outcome and submit
+ * it again soon (dropping it would leave the row leased, and so unsent,
+ * until the lease ended). The loop's list; one timer. */
+static void settle_later(struct send *s)
+{
+    struct hk_fwd_loop *fl = s->fl;
+    if (fl->L->stopping || !fl->L->sl || s->settle_tries++ >= 600) {
+        /* Stopping, or a store down for minutes: the lease ends and the row
+         * is claimed again then. */
+        atomic_fetch_add_explicit(&fl->f->settle_errors, 1, memory_order_relaxed);
+        send_put(s);
+        return;
+    }
+    s->retry_next = fl->retry;
+    fl->retry = s;
+    if (!uv_is_active((uv_handle_t *)&fl->retry_timer))
+        uv_timer_start(&fl->retry_timer, on_retry_settles, 100, 0);
+}
+
+static bool transient(int status)
+{
+    return status == HK_EBUSY || status == HK_EUNAVAIL || status == HK_ETIMEDOUT || status == HK_ELOCKED ||
+           status == HK_EIO || status == HK_EFULL;
 }
 
 static void settle_done(struct hk_store_op *op)
 {
     struct send *s = op->data;
-    struct hk_forwarder *f = s->fl->f;
     hk_obs_store(s->fl->L->obs, HK_OP_SETTLE, op->status, hk_mono_ns() - s->t0);
     hk_api_bg_end(s->fl->L);
-    if (op->status < 0 && op->status != HK_ECONFLICT && op->status != HK_ENOTFOUND) {
-        /* The row stays leased until the lease ends, then is sent again. */
-        atomic_fetch_add_explicit(&f->settle_errors, 1, memory_order_relaxed);
+    if (transient(op->status)) {
+        settle_later(s);
+        return;
     }
+    if (op->status < 0 && op->status != HK_ECONFLICT && op->status != HK_ENOTFOUND)
+        atomic_fetch_add_explicit(&s->fl->f->settle_errors, 1, memory_order_relaxed);
     send_put(s);
+}
+
+static void settle_submit(struct send *s)
+{
+    struct hk_fwd_loop *fl = s->fl;
+    if (!fl->L->sl) {
+        send_put(s);   /* the lease ends; the row is claimed again */
+        return;
+    }
+    s->t0 = hk_mono_ns();
+    hk_api_bg_begin(fl->L);
+    int rc = hk_store_submit(fl->L->sl, &s->op);
+    if (rc < 0) {
+        hk_api_bg_end(fl->L);
+        settle_later(s);
+    }
+}
+
+static void on_retry_settles(uv_timer_t *t)
+{
+    struct hk_fwd_loop *fl = t->data;
+    struct send *s = fl->retry;
+    fl->retry = NULL;
+    while (s) {
+        struct send *next = s->retry_next;
+        s->retry_next = NULL;
+        settle_submit(s);
+        s = next;
+    }
 }
 
 /* Record an attempt's outcome (`counted`: it was an attempt; a send cut
@@ -255,6 +393,11 @@ static void settle_done(struct hk_store_op *op)
 static void settle_as(struct send *s, uint8_t state, int64_t next_us, int status, bool counted)
 {
     struct hk_fwd_loop *fl = s->fl;
+    release_slot(s);
+    if (!s->settling) {
+        s->settling = true;
+        atomic_fetch_add_explicit(&fl->f->settling, 1, memory_order_relaxed);
+    }
     struct hk_store_op *op = &s->op;
     memset(op, 0, sizeof *op);
     op->kind = HK_OP_SETTLE;
@@ -266,17 +409,7 @@ static void settle_as(struct send *s, uint8_t state, int64_t next_us, int status
                                             .last_error_len = strlen(s->error)};
     op->on_done = settle_done;
     op->data = s;
-    if (!fl->L->sl) {
-        send_put(s);   /* the lease ends; the row is claimed again */
-        return;
-    }
-    s->t0 = hk_mono_ns();
-    hk_api_bg_begin(fl->L);
-    if (hk_store_submit(fl->L->sl, op) < 0) {
-        hk_api_bg_end(fl->L);
-        atomic_fetch_add_explicit(&fl->f->settle_errors, 1, memory_order_relaxed);
-        send_put(s);
-    }
+    settle_submit(s);
 }
 
 static void settle(struct send *s, uint8_t state, int64_t next_us, int status)
@@ -338,8 +471,9 @@ static void sent(struct hk_out_req *req, const struct hk_out_result *res)
     }
 }
 
-/* Encode `row` into a send that holds a reservation, and start it. */
-static void start(struct hk_fwd_loop *fl, const struct hk_webhook *row, uint64_t bytes)
+/* Encode `row` into a send that holds a reservation (its sink's slot too
+ * when `sink` is not NULL; claimed rows take theirs here), and start it. */
+static void start(struct hk_fwd_loop *fl, const struct hk_webhook *row, uint64_t bytes, struct sink *sink)
 {
     struct hk_forwarder *f = fl->f;
     struct send *s = send_get(fl);
@@ -348,6 +482,19 @@ static void start(struct hk_fwd_loop *fl, const struct hk_webhook *row, uint64_t
     s->attempts = row->delivery.attempts;
     s->bytes = bytes;
     const struct hk_source *src = source_of(f->api, row->source, row->source_len, &s->snap);
+    const char *url = url_of(f, src);
+    if (!sink) {
+        struct sink *k = sink_of(f, url);
+        if (atomic_fetch_add_explicit(&k->n, 1, memory_order_relaxed) >= f->concurrency) {
+            /* Its sink has all it may take: the row waits, no attempt. */
+            atomic_fetch_sub_explicit(&k->n, 1, memory_order_relaxed);
+            snprintf(s->error, sizeof s->error, "waiting: the sink has %u requests in flight", f->concurrency);
+            settle_as(s, HK_DLV_PENDING, hk_wall_us() + SINK_BUSY_MS * 1000, 0, false);
+            return;
+        }
+        sink = k;
+    }
+    s->sink = sink;
     struct hk_ce_opts o = {
         .mode = src && src->forward.mode >= 0 ? (enum hk_ce_mode)src->forward.mode : f->mode,
         .type_template = src ? src->forward.type : NULL,
@@ -363,7 +510,7 @@ static void start(struct hk_fwd_loop *fl, const struct hk_webhook *row, uint64_t
     }
     size_t nlines = hk_ce_header_lines(&s->hdr, s->lines, HK_CE_MAX_HEADERS);
     s->req = (struct hk_out_req){
-        .url = src && src->forward.url ? src->forward.url : f->url,
+        .url = url,
         .headers = s->lines,
         .nheaders = nlines,
         .body = s->body.p,
@@ -390,6 +537,7 @@ void hk_forward_prepare_insert(struct hk_api_loop *L, struct hk_store_op *op)
     struct hk_sources *snap;
     const struct hk_source *src = source_of(f->api, w->source, w->source_len, &snap);
     bool off = src && src->forward.off, fifo = src && src->forward.fifo;
+    struct sink *k = off || fifo ? NULL : sink_of(f, url_of(f, src));
     if (snap)
         hk_sources_unref(snap);
     if (off)
@@ -398,8 +546,9 @@ void hk_forward_prepare_insert(struct hk_api_loop *L, struct hk_store_op *op)
     uint64_t bytes = w->body_len + w->payload_len + 1024;
     /* FIFO rows wait for their turn (the claimer); others are sent at once
      * when there is room, else they wait in the store. */
-    if (fifo || !reserve(f, bytes))
+    if (fifo || !reserve(f, k, bytes))
         return;
+    op->fwd.tag = (uint32_t)(k - f->sinks);
     op->fwd.owner = f->owner;
     op->fwd.lease_us = hk_wall_us() + (int64_t)f->api->cfg->forward_lease_ms * 1000;
 }
@@ -414,7 +563,7 @@ void hk_forward_inserted(struct hk_api_loop *L, struct hk_store_op *op, const st
         return;
     }
     op->fwd.lease_us = 0;   /* marks the reservation as the send's now (insert_end) */
-    start(fl, row, row->body_len + row->payload_len + 1024);
+    start(fl, row, row->body_len + row->payload_len + 1024, &fl->f->sinks[op->fwd.tag % SINKS]);
 }
 
 void hk_forward_insert_end(struct hk_api_loop *L, struct hk_store_op *op)
@@ -422,6 +571,7 @@ void hk_forward_insert_end(struct hk_api_loop *L, struct hk_store_op *op)
     struct hk_fwd_loop *fl = L->fwd;
     if (fl && op->fwd.owner && op->fwd.lease_us) {
         /* Reserved but never sent: the insert failed, or was a duplicate. */
+        atomic_fetch_sub_explicit(&fl->f->sinks[op->fwd.tag % SINKS].n, 1, memory_order_relaxed);
         atomic_fetch_sub_explicit(&fl->f->inflight, 1, memory_order_relaxed);
         atomic_fetch_sub_explicit(&fl->f->bytes, op->row.body_len + op->row.payload_len + 1024,
                                   memory_order_relaxed);
@@ -440,7 +590,7 @@ static void claim_row(struct hk_store_op *op, const struct hk_webhook *row)
     fl->nclaimed++;
     atomic_fetch_add_explicit(&fl->f->claimed, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&fl->f->bytes, bytes, memory_order_relaxed);
-    start(fl, row, bytes);
+    start(fl, row, bytes, NULL);
 }
 
 static void claim_done(struct hk_store_op *op)
@@ -472,9 +622,9 @@ static void claim_now(struct hk_fwd_loop *fl)
     /* Slots for the whole claim, reserved now so the loops' own sends
      * cannot take them meanwhile; bytes as the rows come. */
     uint32_t used = atomic_load_explicit(&f->inflight, memory_order_relaxed);
-    if (used >= f->concurrency)
+    if (used >= f->total)
         return;   /* a send's end calls claim_soon again */
-    uint32_t n = f->concurrency - used;
+    uint32_t n = f->total - used;
     uint64_t per_row = (uint64_t)f->api->cfg->max_body_bytes + 1024;
     uint64_t b = atomic_load_explicit(&f->bytes, memory_order_relaxed);
     uint64_t room = b < f->budget ? (f->budget - b) / per_row : 0;
@@ -581,7 +731,7 @@ void hk_forward_loop_start(struct hk_api_loop *L)
     fl->f = f;
     fl->L = L;
     const struct hk_config *cfg = L->api->cfg;
-    struct hk_out_opts o = {.max_conns = cfg->forward_concurrency,
+    struct hk_out_opts o = {.max_conns = L->api->fwd->total,
                             .connect_ms = cfg->forward_connect_timeout_ms,
                             .total_ms = cfg->forward_timeout_ms,
                             .max_response = 4096};
@@ -593,6 +743,8 @@ void hk_forward_loop_start(struct hk_api_loop *L)
         return;
     }
     L->fwd = fl;
+    uv_timer_init(&L->w->loop, &fl->retry_timer);
+    fl->retry_timer.data = fl;
     if (L->w->index == 0) {
         uv_timer_init(&L->w->loop, &fl->timer);
         uv_async_init(&L->w->loop, &fl->wake, on_wake);
@@ -621,6 +773,11 @@ void hk_forward_loop_stop(struct hk_api_loop *L)
      * detaches (the store completes them). */
     hk_out_close(fl->out);
     fl->out = NULL;
+    /* Outcomes the store turned away get one last try now; what it turns
+     * away again is dropped (the lease ends: sent again after a restart). */
+    uv_timer_stop(&fl->retry_timer);
+    on_retry_settles(&fl->retry_timer);
+    uv_close((uv_handle_t *)&fl->retry_timer, NULL);
 }
 
 void hk_forward_loop_free(struct hk_api_loop *L)

@@ -47,7 +47,7 @@ struct hk_retention_loop {
     struct hk_retention *r;
     struct hk_api_loop *L;
     /* One timer drives everything: the next run (the interval) and the
-     * next batch of a run (0 ms: the loop turns between batches). */
+     * next batch of a run (after a pause as long as the last batch took). */
     uv_timer_t timer;
     bool running, inflight, stopping;
     bool failing;              /* in a spell of store errors (logged once) */
@@ -262,7 +262,8 @@ static void on_done(struct hk_store_op *op)
     struct hk_api_loop *L = rl->L;
     struct hk_purge_op *p = &rl->purge;
     rl->inflight = false;
-    hk_obs_store(rl->L->obs, HK_OP_PURGE, op->status, hk_mono_ns() - rl->op_ns);
+    uint64_t took_ns = hk_mono_ns() - rl->op_ns;
+    hk_obs_store(rl->L->obs, HK_OP_PURGE, op->status, took_ns);
     if (op->status < 0) {
         store_failed(rl, op->status);
         if (!rl->stopping)
@@ -313,10 +314,16 @@ static void on_done(struct hk_store_op *op)
         case PH_DONE:
             break;
         }
-        if (rl->stopping)
+        if (rl->stopping) {
             run_end(rl, true);
-        else
-            arm(rl, 0);        /* the loop turns before the next batch */
+        } else {
+            /* The next batch after a pause as long as this one took: purges
+             * hold the store (SQLite's writer, PostgreSQL's locks and I/O)
+             * at most half the time, so requests meanwhile wait for one
+             * batch at most (measured: the mix's p99 during purges). */
+            uint64_t ms = (took_ns + 999999) / 1000000;
+            arm(rl, ms < 1 ? 1 : ms > 1000 ? 1000 : ms);
+        }
     }
     /* Last: after a stop, the last background op to end detaches the
      * loop's store handle (app.c). */

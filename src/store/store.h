@@ -45,6 +45,7 @@ struct hk_fwd_op {
     int64_t lease_us;          /* INSERT (optional), CLAIM: the lease's end, unix microseconds */
     const char *const *fifo;   /* CLAIM: sources delivered in order (NUL-terminated names), or NULL */
     size_t nfifo;
+    uint32_t tag;              /* the caller's bookkeeping; the store neither reads nor writes it */
 };
 
 /* Retention's side of a PURGE (docs/forwarding.md). Every bound that is set

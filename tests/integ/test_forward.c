@@ -577,6 +577,43 @@ Test(forward, per_source_fifo_order_and_opting_out)
     rmdir(dir);
 }
 
+Test(forward, a_stalled_sink_holds_up_no_other)
+{
+    struct sink slow = {0}, fast = {0};
+    struct hk_server s = {0};
+    sink_start(&slow, 0);
+    sink_start(&fast, 0);
+    sink_rule(&slow, "{\"action\":\"stall\"}");
+    char dir[] = "/tmp/hk_fwd_two_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[96], env_src[128];
+    snprintf(path, sizeof path, "%s/sources.yaml", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "sources:\n"
+               "  - name: a\n    scheme: none\n    forward: {url: \"http://127.0.0.1:%d/a\"}\n"
+               "  - name: b\n    scheme: none\n    forward: {url: \"http://127.0.0.1:%d/b\"}\n",
+            slow.port, fast.port);
+    fclose(f);
+    snprintf(env_src, sizeof env_src, "HOOKD_SOURCES=%s", path);
+    start_fwd(&s, &fast, (const char *const[]){env_src, "HOOKD_FORWARD_CONCURRENCY=4", "HOOKD_FORWARD_TIMEOUT=60s",
+                                               NULL});
+    for (int i = 0; i < 30; i++)
+        deliver(&s, "a", i);   /* 4 in flight at the stalled sink, the rest waiting */
+    enum { N = 8 };
+    int64_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = deliver(&s, "b", i);
+    json_decref(wait_all(&fast, ids, N, 10));
+    cr_expect_leq(metric(&s, "hookd_forward_inflight "), 4 + 1, "the stalled sink holds 4 slots at most");
+    hk_server_stop_clean(&s);
+    hk_server_cleanup(&s);
+    sink_cleanup(&slow);
+    sink_cleanup(&fast);
+    unlink(path);
+    rmdir(dir);
+}
+
 Test(forward, a_clean_stop_releases_what_was_in_flight)
 {
     struct sink k = {0};

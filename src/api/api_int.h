@@ -87,6 +87,7 @@ struct hk_api_loop {
     struct hk_stream_loop *stream;   /* this loop's live-feed clients (api/stream.c) */
     struct hk_retention_loop *retention; /* the purge timer, on loop 0 (api/retention.c) */
     unsigned bg_ops;                 /* store ops of no request in flight (hk_api_bg_begin) */
+    uv_timer_t detach_timer;         /* detaches the store after the last of them, at stop */
     bool stopping;                   /* loop_stop ran: no new background op may start */
 };
 

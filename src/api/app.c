@@ -31,6 +31,8 @@ static int loop_start(void *arg, struct hk_worker *w, void **out)
         return rc;
     }
     L->obs = hk_obs_new(&w->loop, (unsigned)a->cfg->metrics_top_sources, a->cfg->access_log);
+    uv_timer_init(&w->loop, &L->detach_timer);
+    L->detach_timer.data = L;
     if (a->redis)
         L->redis = hk_redis_attach(&w->loop, a->redis);
     /* What can fail was checked at start (hk_api_start_outbound). */
@@ -53,10 +55,20 @@ void hk_api_bg_begin(struct hk_api_loop *L)
     L->bg_ops++;
 }
 
+static void on_detach(uv_timer_t *t)
+{
+    struct hk_api_loop *L = t->data;
+    store_detach(L);
+    uv_close((uv_handle_t *)&L->detach_timer, NULL);
+}
+
 void hk_api_bg_end(struct hk_api_loop *L)
 {
+    /* The last one after a stop: detach on the next turn of the loop, not
+     * from inside the store's own callback (the store is still using the
+     * connection that answered). */
     if (--L->bg_ops == 0 && L->stopping)
-        store_detach(L);
+        uv_timer_start(&L->detach_timer, on_detach, 0, 0);
 }
 
 static void loop_stop(void *data)
@@ -69,8 +81,10 @@ static void loop_stop(void *data)
     hk_retention_loop_stop(L);
     hk_forward_loop_stop(L);
     hk_stream_loop_stop(L);
-    if (L->bg_ops == 0)
+    if (L->bg_ops == 0) {
         store_detach(L);
+        uv_close((uv_handle_t *)&L->detach_timer, NULL);
+    }
     if (L->redis)
         hk_redis_detach(L->redis);
     L->redis = NULL;

@@ -166,35 +166,14 @@ int hk_parse_int_n(const char *s, size_t n, int64_t min, int64_t max, int64_t *o
     return hk_parse_int(tmp, min, max, out);
 }
 
-int hk_parse_duration_ms(const char *s, uint64_t *out)
-{
-    if (!s || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return -1;
+struct unit {
+    const char *name;
     uint64_t mul;
-    if (!*end || strcmp(end, "ms") == 0)
-        mul = 1;
-    else if (strcmp(end, "s") == 0)
-        mul = 1000;
-    else if (strcmp(end, "m") == 0)
-        mul = 60000;
-    else if (strcmp(end, "h") == 0)
-        mul = 3600000;
-    else if (strcmp(end, "d") == 0)
-        mul = 86400000;
-    else
-        return -1;
-    if (v > UINT64_MAX / mul)
-        return -1;
-    *out = v * mul;
-    return 0;
-}
+};
 
-int hk_parse_size(const char *s, uint64_t *out)
+/* A decimal number with one of `units` after it (a name "" allows none):
+ * the product, or -1 (no digits first, unknown unit, overflow). */
+static int parse_units(const char *s, const struct unit *units, size_t n, uint64_t *out)
 {
     if (!s || *s < '0' || *s > '9')
         return -1;
@@ -203,19 +182,29 @@ int hk_parse_size(const char *s, uint64_t *out)
     unsigned long long v = strtoull(s, &end, 10);
     if (errno)
         return -1;
-    static const struct {
-        const char *unit;
-        uint64_t mul;
-    } units[] = {{"", 1}, {"B", 1}, {"K", 1024}, {"KiB", 1024}, {"M", 1 << 20}, {"MiB", 1 << 20},
-                 {"G", 1 << 30}, {"GiB", 1 << 30}, {"T", UINT64_C(1) << 40}, {"TiB", UINT64_C(1) << 40}};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].unit) == 0) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(end, units[i].name) == 0) {
             if (v > UINT64_MAX / units[i].mul)
                 return -1;
             *out = v * units[i].mul;
             return 0;
         }
     return -1;
+}
+
+int hk_parse_duration_ms(const char *s, uint64_t *out)
+{
+    static const struct unit units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
+                                        {"d", 86400000}};
+    return parse_units(s, units, sizeof units / sizeof units[0], out);
+}
+
+int hk_parse_size(const char *s, uint64_t *out)
+{
+    static const struct unit units[] = {{"", 1}, {"B", 1}, {"K", 1024}, {"KiB", 1024}, {"M", 1 << 20},
+                                        {"MiB", 1 << 20}, {"G", 1 << 30}, {"GiB", 1 << 30},
+                                        {"T", UINT64_C(1) << 40}, {"TiB", UINT64_C(1) << 40}};
+    return parse_units(s, units, sizeof units / sizeof units[0], out);
 }
 
 /* cgroup v2 cpu.max is "max 100000" or "<quota> <period>"; v1 has two files. */

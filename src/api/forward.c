@@ -70,6 +70,7 @@ struct hk_forwarder {
     _Atomic uint64_t settle_errors;
     _Atomic uint64_t claimed;
     _Atomic uint32_t settling;       /* outcomes not yet recorded by the store, all loops */
+    _Atomic uint32_t claim_held;     /* of `inflight`: slots a claim in flight holds for its rows */
 };
 
 struct send {
@@ -588,6 +589,7 @@ static void claim_row(struct hk_store_op *op, const struct hk_webhook *row)
     struct hk_fwd_loop *fl = op->data;
     uint64_t bytes = row->body_len + row->payload_len + 1024;
     fl->nclaimed++;
+    atomic_fetch_sub_explicit(&fl->f->claim_held, 1, memory_order_relaxed);   /* the slot is the row's now */
     atomic_fetch_add_explicit(&fl->f->claimed, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&fl->f->bytes, bytes, memory_order_relaxed);
     start(fl, row, bytes, NULL);
@@ -604,6 +606,7 @@ static void claim_done(struct hk_store_op *op)
     fl->claim_snap = NULL;
     /* Give back the slots the claim reserved and did not fill. */
     atomic_fetch_sub_explicit(&f->inflight, op->list.limit - fl->nclaimed, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&f->claim_held, op->list.limit - fl->nclaimed, memory_order_relaxed);
     bool full = op->status == 0 && fl->nclaimed == op->list.limit;
     hk_api_bg_end(fl->L);
     if ((full || fl->claim_again) && !fl->stopping) {
@@ -637,6 +640,7 @@ static void claim_now(struct hk_fwd_loop *fl)
     if (n == 0)
         n = 1;
     atomic_fetch_add_explicit(&f->inflight, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&f->claim_held, n, memory_order_relaxed);
     struct hk_store_op *op = &fl->claim;
     memset(op, 0, sizeof *op);
     op->kind = HK_OP_CLAIM;
@@ -664,6 +668,7 @@ static void claim_now(struct hk_fwd_loop *fl)
         hk_api_bg_end(fl->L);
         fl->claiming = false;
         atomic_fetch_sub_explicit(&f->inflight, n, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&f->claim_held, n, memory_order_relaxed);
         if (fl->claim_snap)
             hk_sources_unref(fl->claim_snap);
         fl->claim_snap = NULL;
@@ -805,6 +810,11 @@ void hk_forward_metrics(const struct hk_forwarder *fc, struct hk_buf *b)
     struct hk_forwarder *f = (struct hk_forwarder *)fc;
     if (!f)
         return;
+    /* In flight: the slots taken, less those a claim holds for rows it has
+     * not handed over yet (read apart: never below 0). */
+    int64_t held = atomic_load_explicit(&f->claim_held, memory_order_relaxed);
+    int64_t taken = atomic_load_explicit(&f->inflight, memory_order_relaxed);
+    unsigned sending = taken > held ? (unsigned)(taken - held) : 0;
     hk_buf_puts(b, "# HELP hookd_forward_attempts_total Delivery attempts to the sink, by what came of them.\n"
                    "# TYPE hookd_forward_attempts_total counter\n");
     for (int i = 0; i < R__COUNT; i++)
@@ -828,7 +838,7 @@ void hk_forward_metrics(const struct hk_forwarder *fc, struct hk_buf *b)
                   "# TYPE hookd_forward_settle_errors_total counter\n"
                   "hookd_forward_settle_errors_total %" PRIu64 "\n",
                   atomic_load_explicit(&f->dead, memory_order_relaxed),
-                  atomic_load_explicit(&f->inflight, memory_order_relaxed),
+                  sending,
                   atomic_load_explicit(&f->bytes, memory_order_relaxed),
                   atomic_load_explicit(&f->claimed, memory_order_relaxed),
                   atomic_load_explicit(&f->settle_errors, memory_order_relaxed));

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +60,8 @@ static void sink_start(struct sink *k, int port)
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
+        /* A test that fails leaves without sink_cleanup: the sink goes too. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         dup2(pfd[1], 1);
         close(pfd[0]);
         close(pfd[1]);

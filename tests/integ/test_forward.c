@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,37 @@ static int sink_count(json_t *ledger, int64_t id)
     return n;
 }
 
+/* ---- a sources file ------------------------------------------------------ */
+
+struct srcfile {
+    char dir[64];
+    char path[96];
+    char env[128];             /* HOOKD_SOURCES=<path> */
+};
+
+/* Write `text` (printf-style) as a sources file in a fresh directory. */
+static void srcfile_write(struct srcfile *sf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void srcfile_write(struct srcfile *sf, const char *fmt, ...)
+{
+    snprintf(sf->dir, sizeof sf->dir, "/tmp/hk_fwd_src_XXXXXX");
+    cr_assert_not_null(mkdtemp(sf->dir));
+    snprintf(sf->path, sizeof sf->path, "%s/sources.yaml", sf->dir);
+    FILE *f = fopen(sf->path, "w");
+    cr_assert_not_null(f);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fclose(f);
+    snprintf(sf->env, sizeof sf->env, "HOOKD_SOURCES=%s", sf->path);
+}
+
+static void srcfile_remove(const struct srcfile *sf)
+{
+    unlink(sf->path);
+    rmdir(sf->dir);
+}
+
 /* ---- hookd ------------------------------------------------------------------ */
 
 static void start_fwd(struct hk_server *s, const struct sink *k, const char *const *more)
@@ -288,16 +320,9 @@ Test(forward, every_webhook_reaches_the_sink_once_as_a_valid_cloudevent)
     struct hk_server s = {0};
     sink_start(&k, 0);
     /* A delivery source too: its body and Content-Type go as they came. */
-    char dir[] = "/tmp/hk_fwd_src_XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char path[96], env_src[128];
-    snprintf(path, sizeof path, "%s/sources.yaml", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs("sources:\n  - name: plain\n    scheme: none\n", f);
-    fclose(f);
-    snprintf(env_src, sizeof env_src, "HOOKD_SOURCES=%s", path);
-    start_fwd(&s, &k, (const char *const[]){env_src, NULL});
+    struct srcfile sf;
+    srcfile_write(&sf, "sources:\n  - name: plain\n    scheme: none\n");
+    start_fwd(&s, &k, (const char *const[]){sf.env, NULL});
 
     enum { N = 30 };
     int64_t ids[N + 1];
@@ -353,8 +378,7 @@ Test(forward, every_webhook_reaches_the_sink_once_as_a_valid_cloudevent)
     hk_finish(&s);
     hk_server_cleanup(&s);
     sink_cleanup(&k);
-    unlink(path);
-    rmdir(dir);
+    srcfile_remove(&sf);
 }
 
 Test(forward, retries_honour_retry_after_then_deliver)
@@ -535,21 +559,13 @@ Test(forward, per_source_fifo_order_and_opting_out)
     struct sink k = {0};
     struct hk_server s = {0};
     sink_start(&k, 0);
-    char dir[] = "/tmp/hk_fwd_fifo_XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char path[96], env_src[128];
-    snprintf(path, sizeof path, "%s/sources.yaml", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs("sources:\n"
-          "  - name: ordered\n    scheme: none\n    forward: {fifo: true, type: \"org.example.{event}\"}\n"
-          "  - name: quiet\n    scheme: none\n    forward: false\n",
-          f);
-    fclose(f);
-    snprintf(env_src, sizeof env_src, "HOOKD_SOURCES=%s", path);
+    struct srcfile sf;
+    srcfile_write(&sf, "sources:\n"
+                       "  - name: ordered\n    scheme: none\n    forward: {fifo: true, type: \"org.example.{event}\"}\n"
+                       "  - name: quiet\n    scheme: none\n    forward: false\n");
     /* The first request is refused for a while: the others must wait. */
     sink_rule(&k, "{\"status\":503,\"count\":2}");
-    start_fwd(&s, &k, (const char *const[]){env_src, "HOOKD_FORWARD_BACKOFF=100ms", "HOOKD_FORWARD_BACKOFF_MAX=200ms",
+    start_fwd(&s, &k, (const char *const[]){sf.env, "HOOKD_FORWARD_BACKOFF=100ms", "HOOKD_FORWARD_BACKOFF_MAX=200ms",
                                             NULL});
     enum { N = 6 };
     int64_t ids[N];
@@ -576,8 +592,7 @@ Test(forward, per_source_fifo_order_and_opting_out)
     hk_finish(&s);
     hk_server_cleanup(&s);
     sink_cleanup(&k);
-    unlink(path);
-    rmdir(dir);
+    srcfile_remove(&sf);
 }
 
 Test(forward, a_stalled_sink_holds_up_no_other)
@@ -587,19 +602,12 @@ Test(forward, a_stalled_sink_holds_up_no_other)
     sink_start(&slow, 0);
     sink_start(&fast, 0);
     sink_rule(&slow, "{\"action\":\"stall\"}");
-    char dir[] = "/tmp/hk_fwd_two_XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char path[96], env_src[128];
-    snprintf(path, sizeof path, "%s/sources.yaml", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "sources:\n"
-               "  - name: a\n    scheme: none\n    forward: {url: \"http://127.0.0.1:%d/a\"}\n"
-               "  - name: b\n    scheme: none\n    forward: {url: \"http://127.0.0.1:%d/b\"}\n",
-            slow.port, fast.port);
-    fclose(f);
-    snprintf(env_src, sizeof env_src, "HOOKD_SOURCES=%s", path);
-    start_fwd(&s, &fast, (const char *const[]){env_src, "HOOKD_FORWARD_CONCURRENCY=4", "HOOKD_FORWARD_TIMEOUT=60s",
+    struct srcfile sf;
+    srcfile_write(&sf, "sources:\n"
+                       "  - name: a\n    scheme: none\n    forward: {url: \"http://127.0.0.1:%d/a\"}\n"
+                       "  - name: b\n    scheme: none\n    forward: {url: \"http://127.0.0.1:%d/b\"}\n",
+                  slow.port, fast.port);
+    start_fwd(&s, &fast, (const char *const[]){sf.env, "HOOKD_FORWARD_CONCURRENCY=4", "HOOKD_FORWARD_TIMEOUT=60s",
                                                NULL});
     for (int i = 0; i < 30; i++)
         deliver(&s, "a", i);   /* 4 in flight at the stalled sink, the rest waiting */
@@ -616,8 +624,7 @@ Test(forward, a_stalled_sink_holds_up_no_other)
     hk_server_cleanup(&s);
     sink_cleanup(&slow);
     sink_cleanup(&fast);
-    unlink(path);
-    rmdir(dir);
+    srcfile_remove(&sf);
 }
 
 Test(forward, a_clean_stop_releases_what_was_in_flight)

@@ -19,10 +19,21 @@
 #include "ingress/sources.h"
 
 /* A run stops after this many batches or this long, whichever comes
- * first, and the next run goes on: a huge backlog is spread over runs
- * instead of keeping the store's writer busy for minutes. */
+ * first, and the next run goes on a second later: a huge backlog is spread
+ * over runs instead of keeping the store's writer busy for minutes. */
 #define RUN_BATCHES_MAX 1000
 #define RUN_NS_MAX (10 * UINT64_C(1000000000))
+
+/* A batch's size adapts to what it costs here: while a batch holds the
+ * store, the requests that need it wait, so a batch is kept near
+ * BATCH_TARGET_NS (halved when it took more than twice that, grown by a
+ * quarter when it took less than half), between BATCH_MIN rows and
+ * HOOKD_PURGE_BATCH. Rows of 200 bytes or of 1 MB, a fast disk or a slow
+ * one: a request meets at most about one such pause (measured: the mix's
+ * p99 during purges, bench/hkbench/forward.py). */
+#define BATCH_TARGET_NS (2 * UINT64_C(1000000))
+#define BATCH_MIN 16
+#define BATCH_START 64
 
 /* The process-wide rules and counters. The counters have one writer
  * (loop 0) and are read by a scrape on any loop. */
@@ -63,6 +74,8 @@ struct hk_retention_loop {
     uint64_t start_ns, op_ns;
     uint64_t run_deleted;
     unsigned batches;
+    uint32_t cur_batch;        /* the next batch's size (adapted; see BATCH_TARGET_NS) */
+    int64_t keep_from;         /* the row cap's bound the rule's first batch found (store.h); 0: none yet */
     bool bytes_known;          /* a PURGE of this run reported the size */
     uint64_t bytes;            /* what it reported */
     /* The size at which deleting a full batch did not shrink the store
@@ -127,6 +140,7 @@ static void run_begin(struct hk_retention_loop *rl)
     rl->bytes_known = false;
     rl->phase = PH_SOURCES;
     rl->idx = 0;
+    rl->keep_from = 0;
     rl->nexcept = 0;
     /* The snapshot current now: a SIGHUP between runs applies from the next. */
     rl->snap = hk_ingress_snapshot(rl->r->api->ingress);
@@ -172,7 +186,8 @@ static bool prepare(struct hk_retention_loop *rl)
     struct hk_purge_op *p = &rl->purge;
     for (;;) {
         memset(p, 0, sizeof *p);
-        p->limit = r->batch;
+        p->limit = rl->cur_batch;
+        p->keep_from = rl->keep_from;
         p->keep_pending = r->keep_pending;
         switch (rl->phase) {
         case PH_SOURCES:
@@ -209,7 +224,7 @@ static bool prepare(struct hk_retention_loop *rl)
             if (!rl->bytes_known)
                 return true;
             if (rl->bytes > r->max_bytes && rl->bytes > rl->bytes_floor) {
-                p->oldest = r->batch;
+                p->oldest = rl->cur_batch;
                 return true;
             }
             rl->phase = PH_DONE;
@@ -250,6 +265,22 @@ static void store_failed(struct hk_retention_loop *rl, int status)
     run_end(rl, false);
 }
 
+/* The next batch's size from what this one took (see BATCH_TARGET_NS). A
+ * short batch says nothing about a full one's cost: only full ones grow it. */
+static void adapt(struct hk_retention_loop *rl, bool full, uint64_t took_ns)
+{
+    uint32_t max = rl->r->batch, cur = rl->cur_batch;
+    if (took_ns > 2 * BATCH_TARGET_NS)
+        cur /= 2;
+    else if (full && took_ns < BATCH_TARGET_NS / 2)
+        cur += cur / 4 + 1;
+    if (cur < BATCH_MIN)
+        cur = BATCH_MIN;
+    if (cur > max)
+        cur = max;
+    rl->cur_batch = cur;
+}
+
 static void arm(struct hk_retention_loop *rl, uint64_t ms)
 {
     uv_timer_start(&rl->timer, on_timer, ms, 0);
@@ -275,6 +306,8 @@ static void on_done(struct hk_store_op *op)
         }
         rl->batches++;
         rl->run_deleted += p->deleted;
+        adapt(rl, p->deleted >= p->limit, took_ns);
+        rl->keep_from = p->keep_rows ? p->keep_from : 0;
         hk_ctr_add(&r->deleted, p->deleted);
         bool shrank = !rl->bytes_known || p->store_bytes < rl->bytes;
         rl->bytes_known = true;
@@ -290,12 +323,16 @@ static void on_done(struct hk_store_op *op)
         bool full = p->deleted >= p->limit;
         switch (rl->phase) {
         case PH_SOURCES:
-            if (!full)
+            if (!full) {
                 rl->idx++;
+                rl->keep_from = 0;   /* the next rule walks for its own */
+            }
             break;
         case PH_GLOBAL:
-            if (!full)
+            if (!full) {
                 rl->phase = PH_BYTES;
+                rl->keep_from = 0;
+            }
             break;
         case PH_BYTES:
             if (p->oldest && !full) {
@@ -336,8 +373,11 @@ static void step(struct hk_retention_loop *rl)
     struct hk_retention *r = rl->r;
     bool cut = rl->batches >= RUN_BATCHES_MAX || hk_mono_ns() - rl->start_ns >= RUN_NS_MAX;
     if (cut || !prepare(rl)) {
-        run_end(rl, cut && rl->phase != PH_DONE);
-        arm(rl, r->interval_ms);
+        bool more = cut && rl->phase != PH_DONE;
+        run_end(rl, more);
+        /* A run cut short goes on after a second's rest, not a whole
+         * interval: a backlog larger than one run must still shrink. */
+        arm(rl, more && r->interval_ms > 1000 ? 1000 : r->interval_ms);
         return;
     }
     struct hk_store_op *op = &rl->op;
@@ -385,6 +425,7 @@ void hk_retention_loop_start(struct hk_api_loop *L)
         abort();
     rl->r = r;
     rl->L = L;
+    rl->cur_batch = r->batch < BATCH_START ? r->batch : BATCH_START;
     uv_timer_init(&L->w->loop, &rl->timer);
     rl->timer.data = rl;
     arm(rl, r->interval_ms);

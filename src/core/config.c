@@ -112,7 +112,7 @@ static const struct opt opts[] = {
     {"HOOKD_PURGE_INTERVAL", "purge-interval", T_DURATION, OFF(purge_interval_ms), 100, 86400000, "60s",
      "how often retention runs"},
     {"HOOKD_PURGE_BATCH", "purge-batch", T_U32, OFF(purge_batch), 1, 100000, "500",
-     "rows deleted per statement while purging"},
+     "most rows one purge statement deletes (batches adapt below it to about 2 ms each)"},
     {"HOOKD_RETENTION_KEEP_UNDELIVERED", "retention-keep-undelivered", T_ONOFF, OFF(retention_keep_undelivered), 0,
      0, "on", "on: retention never deletes a webhook still waiting to be forwarded"},
     {"HOOKD_LOG_LEVEL", "log-level", T_LOGLEVEL, OFF(log_level), 0, 0, "info", "debug, info, warn or error"},

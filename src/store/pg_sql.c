@@ -211,7 +211,8 @@ enum stmt_id {
  * selects is the oldest ones). $1 received before (binary timestamptz,
  * -infinity: none), $2 keep the newest $2 of the scope, pending rows
  * counted (0: no cap; the id of the $2-th newest comes from one backward
- * index walk, once per batch), $3 any row
+ * index walk unless $7 gives it: store.h keep_from, so a rule's batches
+ * walk once; the bound used is the third column), $3 any row
  * (a size cap's step). The ids are locked (SKIP LOCKED: not waiting for a
  * settle or a claim; a row skipped goes next time) and then deleted by the
  * primary key, = ANY of an array so no plan can turn to a join that reads
@@ -221,14 +222,16 @@ enum stmt_id {
  * space for reuse by later rows (VACUUM), not to the file system. */
 #define PURGE_STMT(name, scope, keep_scope, order, scope_type)                                                \
     {name,                                                                                                   \
-     "WITH d AS (DELETE FROM webhooks WHERE id = ANY (ARRAY(SELECT id FROM webhooks WHERE " scope            \
+     "WITH k AS MATERIALIZED (SELECT CASE WHEN $7 <> 0 THEN $7 WHEN $2 > 0 THEN coalesce((SELECT id"          \
+     " FROM webhooks " keep_scope " ORDER BY id DESC OFFSET greatest($2 - 1, 0) LIMIT 1), -1) ELSE -1 END"    \
+     " AS cut),"                                                                                              \
+     " d AS (DELETE FROM webhooks WHERE id = ANY (ARRAY(SELECT id FROM webhooks WHERE " scope                 \
      " AND NOT ($4 AND dstate = 1) AND id <= coalesce((SELECT id FROM webhooks WHERE " scope                 \
      " AND NOT ($4 AND dstate = 1) ORDER BY id OFFSET $5 - 1 LIMIT 1), 9223372036854775807)"                 \
-     " AND (received_at < $1 OR $3 OR ($2 > 0 AND id < (SELECT id FROM webhooks " keep_scope                 \
-     " ORDER BY id DESC OFFSET greatest($2 - 1, 0) LIMIT 1)))"                                                \
+     " AND (received_at < $1 OR $3 OR ($2 > 0 AND id < (SELECT cut FROM k)))"                                 \
      " ORDER BY " order " LIMIT $5 FOR UPDATE SKIP LOCKED)) RETURNING 1)"                                     \
-     " SELECT count(*), pg_total_relation_size('webhooks') FROM d",                                           \
-     6, {OID_TIMESTAMPTZ, OID_INT8, OID_BOOL, OID_BOOL, OID_INT8, scope_type}, 1}
+     " SELECT count(*), pg_total_relation_size('webhooks'), (SELECT cut FROM k) FROM d",                      \
+     7, {OID_TIMESTAMPTZ, OID_INT8, OID_BOOL, OID_BOOL, OID_INT8, scope_type, OID_INT8}, 1}
 
 /* The delivery columns an INSERT writes, and their parameters' types. */
 #define DLV_INS_COLS "dstate, dnext_us, dlease_owner, dlease_us"
@@ -693,7 +696,8 @@ static enum stmt_id bind_purge(const struct hk_purge_op *pg, struct params *p)
     param_bool(p, 2, pg->oldest != 0);
     param_bool(p, 3, pg->keep_pending);
     param_i64(p, 4, (int64_t)limit);
-    p->n = 6;
+    param_i64(p, 6, pg->keep_rows ? pg->keep_from : 0);
+    p->n = 7;
     if (pg->source) {
         param_bytes(p, 5, pg->source, strlen(pg->source));
         return S_PURGE_SRC;
@@ -970,10 +974,13 @@ int hk__pg_settle_of(const PGresult *res)
 
 bool hk__pg_purge_of(const PGresult *res, struct hk_purge_op *pg)
 {
-    int64_t deleted, bytes;
-    if (hk_pq.PQntuples(res) != 1 || hk_pq.PQnfields(res) != 2 || !i64_of(res, 0, 0, &deleted) ||
-        !i64_of(res, 0, 1, &bytes) || deleted < 0 || bytes < 0)
+    int64_t deleted, bytes, cut;
+    if (hk_pq.PQntuples(res) != 1 || hk_pq.PQnfields(res) != 3 || !i64_of(res, 0, 0, &deleted) ||
+        !i64_of(res, 0, 1, &bytes) || !i64_of(res, 0, 2, &cut) || deleted < 0 || bytes < 0 || cut == 0 ||
+        cut < -1)
         return false;
+    if (pg->keep_rows)
+        pg->keep_from = cut;
     pg->deleted = (uint64_t)deleted;
     pg->store_bytes = (uint64_t)bytes;
     return true;

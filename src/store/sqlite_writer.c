@@ -619,7 +619,9 @@ static int purge_batch(struct sq_store *st, struct hk_store_op *op, const char *
     /* The row cap's bound: the id of the keep_rows-th newest row. */
     int64_t keep_from = INT64_MIN;
     int rc = SQLITE_OK;
-    if (pg->keep_rows) {
+    if (pg->keep_rows && pg->keep_from != 0) {
+        keep_from = pg->keep_from > 0 ? pg->keep_from : INT64_MIN;   /* the caller's, from a walk before */
+    } else if (pg->keep_rows) {
         sqlite3_stmt *k = pg->source ? st->keep_src : st->keep_all;
         int64_t skip = pg->keep_rows > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)pg->keep_rows - 1;
         rc = sqlite3_bind_int64(k, 1, skip);
@@ -636,6 +638,7 @@ static int purge_batch(struct sq_store *st, struct hk_store_op *op, const char *
         sqlite3_clear_bindings(k);
         if (rc != SQLITE_DONE)
             return rc;
+        pg->keep_from = keep_from != INT64_MIN ? keep_from : -1;
     }
     sqlite3_stmt *stmt = pg->source ? st->purge_src : st->purge_all;
     uint64_t limit = pg->oldest && pg->oldest < pg->limit ? pg->oldest : pg->limit;

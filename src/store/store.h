@@ -61,6 +61,15 @@ struct hk_purge_op {
     size_t nexcept;
     bool keep_pending;         /* never delete a row whose delivery is PENDING */
     uint32_t limit;            /* rows per statement, at most (the op deletes one batch) */
+    /* In and out, with keep_rows: the id of the keep_rows-th newest row in
+     * scope (the cap deletes the rows below it). In: 0 finds it (one walk
+     * of an index, linear in keep_rows), > 0 uses it, -1 says the scope
+     * holds no more than keep_rows rows (the cap deletes nothing). Out:
+     * the bound used. A caller repeating batches of one rule passes the
+     * first batch's back: rows only come in newer, so the bound still lets
+     * go only rows the cap would (rows deleted by others meanwhile can make
+     * the cap keep that many fewer until the next walk). */
+    int64_t keep_from;
     /* out */
     uint64_t deleted;          /* rows deleted by this op */
     uint64_t store_bytes;      /* the store's size after it (SQLite: the file's live pages; PostgreSQL: the

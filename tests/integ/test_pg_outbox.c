@@ -933,10 +933,32 @@ Test(pg_outbox, purge_by_row_caps_global_and_per_source)
     cr_assert_eq(count_rows(&A, "source <> 'xx'"), 2);
     cr_assert_eq(min_id(&A, "source <> 'xx'"), kept2);
 
-    /* A cap above the table's size deletes nothing. */
+    /* A cap above the table's size deletes nothing, and says so. */
     struct hk_purge_op big = {.keep_rows = UINT64_MAX, .limit = 100};
     cr_assert_eq(purge(&A, &big), 0);
     cr_assert_eq(big.deleted, 0);
+    cr_assert_eq(big.keep_from, -1);
+
+    /* The cap's bound (keep_from): found by the first batch and given back
+     * by the next ones, which then delete below it without a walk. */
+    for (int i = 0; i < 10; i++)
+        seed(&A, "dd", 1, 0, 2);
+    int64_t fourth = db_i64(A.db, "SELECT min(id) FROM (SELECT id FROM webhooks WHERE source = 'dd'"
+                                  " ORDER BY id DESC LIMIT 4) AS k");
+    struct hk_purge_op d = {.keep_rows = 4, .source = "dd", .limit = 2};
+    cr_assert_eq(purge(&A, &d), 0);
+    cr_assert_eq(d.deleted, 2);
+    cr_assert_eq(d.keep_from, fourth, "the bound is the 4th newest row's id");
+    for (int i = 0; i < 3; i++)
+        seed(&A, "dd", 1, 0, 2);   /* newer rows: the bound given still holds */
+    struct hk_purge_op d2 = {.keep_rows = 4, .source = "dd", .limit = 100, .keep_from = fourth};
+    cr_assert_eq(purge(&A, &d2), 0);
+    cr_assert_eq(d2.deleted, 4, "the rows below the bound given, not a new walk's");
+    cr_assert_eq(d2.keep_from, fourth);
+    cr_assert_eq(count_rows(&A, "source = 'dd'"), 7);
+    struct hk_purge_op d3 = {.keep_rows = 1, .source = "dd", .limit = 100, .keep_from = -1};
+    cr_assert_eq(purge(&A, &d3), 0);
+    cr_assert_eq(d3.deleted, 0, "-1: the cap deletes nothing");
 }
 
 Test(pg_outbox, purge_oldest_except_and_pending_rows)

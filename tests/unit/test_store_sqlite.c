@@ -3380,6 +3380,26 @@ Test(store_sqlite, purge_deletes_by_age_cap_and_size_oldest_first)
     /* Nothing selected: nothing deleted. */
     p = purge(&c, (struct hk_purge_op){.limit = 100});
     cr_assert_eq(p.deleted, 0);
+
+    /* The cap's bound (keep_from): found by the first batch and given back
+     * by the next ones, which then delete below it without a walk. */
+    insert_many(&c, 10, "d", "push", ids);
+    p = purge(&c, (struct hk_purge_op){.keep_rows = 4, .source = "d", .limit = 2});
+    cr_assert_eq(p.deleted, 2);
+    cr_assert_eq(p.keep_from, ids[6], "the bound is the 4th newest row's id");
+    int64_t bound = p.keep_from;
+    insert_many(&c, 3, "d", "push", ids + 10);   /* newer rows: the bound still holds */
+    p = purge(&c, (struct hk_purge_op){.keep_rows = 4, .source = "d", .limit = 100, .keep_from = bound});
+    cr_assert_eq(p.deleted, 4, "ids[2..5], below the bound given, not a new walk's");
+    cr_assert_eq(p.keep_from, bound);
+    cr_assert_eq(count_rows(&c, "source = 'd'"), 7);
+    /* -1: the scope is within its cap, the cap deletes nothing. */
+    p = purge(&c, (struct hk_purge_op){.keep_rows = 1, .source = "d", .limit = 100, .keep_from = -1});
+    cr_assert_eq(p.deleted, 0);
+    /* A walk that finds fewer rows than the cap says -1. */
+    p = purge(&c, (struct hk_purge_op){.keep_rows = 100, .source = "d", .limit = 100});
+    cr_assert_eq(p.deleted, 0);
+    cr_assert_eq(p.keep_from, -1);
     ctx_close(&c);
     rm_dir(&c);
 }

@@ -65,7 +65,10 @@ def args_parser():
     a.add_argument("--allow-noisy", action="store_true",
                    help="run on a busy machine anyway; every figure is then flagged noisy")
     a.add_argument("--no-drop-caches", action="store_true", help="do not try to drop the page cache")
-    a.add_argument("--no-images", action="store_true", help="do not build images (scripts/image.sh) or run podman")
+    a.add_argument("--no-images", action="store_true",
+                   help="do not build images (scripts/image.sh) or start containers (podman, runc)")
+    a.add_argument("--no-runc", action="store_true",
+                   help="leave out the container start with runc directly (an OCI bundle unpacked by umoci)")
     a.add_argument("--keep-work", action="store_true", help="keep the scratch directory (logs, databases)")
     a.add_argument("--no-auth", action="store_true",
                    help="leave out access control: exec to the first authenticated GET and the mix with "
@@ -485,8 +488,11 @@ def run_target(a, cfg, t, db, conns, profiles, duration, auth_ctx=None):
     out["image"] = image or {"status": "skipped", "reason": "not a hookd build of this run"}
     if t.kind == "hookd" and t.store == "sqlite" and image and not a.no_images:
         out["container"] = measure.container_start(cfg, t, image)
+        out["containerRunc"] = ({"status": "skipped", "reason": "--no-runc"} if a.no_runc
+                                else measure.runc_start(cfg, t, image))
     else:
         out["container"] = {"status": "skipped", "reason": "measured for hookd's SQLite targets only"}
+        out["containerRunc"] = dict(out["container"])
     tdb = db if t.store == "postgres" else None
     if not t.load:
         return out

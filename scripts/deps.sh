@@ -23,8 +23,9 @@ test_pkgs=(libcriterion-dev clang libclang-rt-14-dev
 # gnuplot-nox rather than gnuplot: the metapackage picks gnuplot-qt and drags
 # in Qt and X11 for a machine that only writes PNGs.
 # dpkg-dev: dpkg-source, which apt-get source needs to unpack libpq's
-# source for the static variant (bench/libpq.sh).
-bench_pkgs=(gnuplot-nox nginx-light hyperfine dpkg-dev)
+# source for the static variant (bench/libpq.sh). runc: make compare's
+# container start without podman (bench/hkbench/measure.py, runc_start).
+bench_pkgs=(gnuplot-nox nginx-light hyperfine dpkg-dev runc)
 
 # The OCI image (make image): umoci assembles it, skopeo writes the archives,
 # and the CA bundle goes into it for libpq's TLS. The test door has them too,
@@ -32,6 +33,9 @@ bench_pkgs=(gnuplot-nox nginx-light hyperfine dpkg-dev)
 # python3-yaml for the manifest test and systemd for systemd-socket-activate.
 image_pkgs=(umoci skopeo ca-certificates libcurl4)
 test_pkgs+=("${image_pkgs[@]}" python3-yaml systemd)
+# promtool (in prometheus) checks and unit-tests the alert rules and parses
+# the dashboard's queries.
+test_pkgs+=(prometheus)
 # make image-run: podman, with runc (crun cannot start containers here).
 podman_pkgs=(podman runc)
 

@@ -15,6 +15,12 @@
 /* hookd's port inside the container; Knative passes it again as $PORT. */
 #define PORT 8080
 #define DATA_DIR "/data"
+/* SQLite's emptyDir may take its sizeLimit (1Gi); the kubelet counts the
+ * container's logs against the same limit. The root filesystem is
+ * read-only, so nothing else writes. */
+#define DATA_SIZE_LIMIT "1Gi"
+#define DISK_REQUEST "128Mi"
+#define DISK_LIMIT "1152Mi"
 
 struct mopts {
     const char *kind;
@@ -25,8 +31,10 @@ struct mopts {
     char secret_buf[80];
     long min_scale, max_scale, target, concurrency, timeout_s, replicas, drain_s;
     const char *cpu_request, *cpu_limit, *mem_request, *mem_limit;
+    const char *disk_request, *disk_limit;   /* Kubernetes: ephemeral-storage */
     const char *sink_broker;   /* Knative: a SinkBinding to this Broker, or NULL */
     bool startup_probe;
+    bool network_policy;       /* Kubernetes: the NetworkPolicy document */
 };
 
 static void usage(FILE *f)
@@ -50,7 +58,10 @@ static void usage(FILE *f)
             "  --replicas N                Kubernetes: Deployment replicas [1]\n"
             "  --drain-seconds N           HOOKD_DRAIN_TIMEOUT on SIGTERM [30]\n"
             "  --cpu-request Q --cpu-limit Q --memory-request Q --memory-limit Q\n"
-            "                              resources [100m, 1, 32Mi, 128Mi]\n",
+            "                              resources [100m, 1, 32Mi, 128Mi]\n"
+            "  --ephemeral-storage-request Q --ephemeral-storage-limit Q\n"
+            "                              Kubernetes: local disk (SQLite's emptyDir, logs) [128Mi, 1152Mi]\n"
+            "  --no-network-policy         Kubernetes: omit the NetworkPolicy\n",
             HK_DEFAULT_IMAGE_REPO, HK_VERSION);
 }
 
@@ -135,6 +146,8 @@ static int set_flag(struct mopts *o, const char *name, const char *v)
         {"--cpu-limit", NULL, 0, 0, &o->cpu_limit},
         {"--memory-request", NULL, 0, 0, &o->mem_request},
         {"--memory-limit", NULL, 0, 0, &o->mem_limit},
+        {"--ephemeral-storage-request", NULL, 0, 0, &o->disk_request},
+        {"--ephemeral-storage-limit", NULL, 0, 0, &o->disk_limit},
         {"--sink-broker", NULL, 0, 0, &o->sink_broker},
         {"--min-scale", &o->min_scale, 0, 10000, NULL},
         {"--max-scale", &o->max_scale, 0, 10000, NULL},
@@ -180,8 +193,17 @@ static int check_opts(struct mopts *o)
     }
     if (!dns_subdomain(o->secret))
         return bad("invalid --secret \"%s\": expected a DNS subdomain", o->secret);
-    const char *q[] = {o->cpu_request, o->cpu_limit, o->mem_request, o->mem_limit};
-    for (size_t i = 0; i < 4; i++)
+    /* Knative owns the pod's disk and networking (queue-proxy, the mesh):
+     * these are the plain Deployment's. */
+    if (strcmp(o->kind, "kubernetes") != 0 && (o->disk_request || o->disk_limit || !o->network_policy))
+        return bad("%s", "--ephemeral-storage-request, --ephemeral-storage-limit and --no-network-policy are for "
+                         "kubernetes");
+    if (!o->disk_request)
+        o->disk_request = DISK_REQUEST;
+    if (!o->disk_limit)
+        o->disk_limit = DISK_LIMIT;
+    const char *q[] = {o->cpu_request, o->cpu_limit, o->mem_request, o->mem_limit, o->disk_request, o->disk_limit};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
         if (!quantity(q[i]))
             return bad("invalid resource quantity \"%s\" (such as 100m, 1, 32Mi)", q[i]);
     if (o->max_scale && o->max_scale < o->min_scale)
@@ -205,6 +227,10 @@ static int parse_args(struct mopts *o, int argc, char **argv)
         }
         if (strcmp(f, "--no-startup-probe") == 0) {
             o->startup_probe = false;
+            continue;
+        }
+        if (strcmp(f, "--no-network-policy") == 0) {
+            o->network_policy = false;
             continue;
         }
         const char *eq = strchr(f, '=');
@@ -244,6 +270,11 @@ static void header(FILE *f, const struct mopts *o, int argc, char **argv)
                    "# requests (hence pages) a pod holds at once.\n", o->concurrency);
     else
         fprintf(f, ".\n");
+    if (strcmp(o->kind, "kubernetes") == 0)
+        fprintf(f, "#\n"
+                   "# Ephemeral storage: request %s, limit %s, for SQLite's emptyDir\n"
+                   "# (sizeLimit %s) and the container's logs, which the kubelet counts too.\n",
+                o->disk_request, o->disk_limit, DATA_SIZE_LIMIT);
     fprintf(f, "#\n"
                "# Storage: DATABASE_URL from the Secret \"%s\" (key DATABASE_URL) selects\n"
                "# PostgreSQL. Without that Secret hookd keeps SQLite in an emptyDir at %s:\n"
@@ -292,7 +323,11 @@ static void container(FILE *f, const struct mopts *o, const char *ind, bool knat
     fprintf(f, "%s  resources:\n", ind);
     fprintf(f, "%s    requests:\n%s      cpu: %s\n%s      memory: %s\n", ind, ind, o->cpu_request, ind,
             o->mem_request);
+    if (!knative)
+        fprintf(f, "%s      ephemeral-storage: %s\n", ind, o->disk_request);
     fprintf(f, "%s    limits:\n%s      cpu: \"%s\"\n%s      memory: %s\n", ind, ind, o->cpu_limit, ind, o->mem_limit);
+    if (!knative)
+        fprintf(f, "%s      ephemeral-storage: %s\n", ind, o->disk_limit);
     char pind[64];
     snprintf(pind, sizeof pind, "%s  ", ind);
     /* Knative: no periodSeconds on readiness, so queue-proxy probes
@@ -311,7 +346,8 @@ static void container(FILE *f, const struct mopts *o, const char *ind, bool knat
 
 static void volumes(FILE *f, const char *ind)
 {
-    fprintf(f, "%svolumes:\n%s  - name: data\n%s    emptyDir:\n%s      sizeLimit: 1Gi\n", ind, ind, ind, ind);
+    fprintf(f, "%svolumes:\n%s  - name: data\n%s    emptyDir:\n%s      sizeLimit: %s\n", ind, ind, ind, ind,
+            DATA_SIZE_LIMIT);
 }
 
 static void knative(FILE *f, const struct mopts *o)
@@ -350,6 +386,31 @@ static void knative(FILE *f, const struct mopts *o)
             o->sink_broker);
 }
 
+/* In: hookd's one port (webhooks, the API, probes, scrapes). Out: DNS,
+ * and the ports of what hookd talks to by default. An egress port is the
+ * destination pod's (after the Service's translation), hence 8080 beside
+ * 80 and 443 for an in-cluster sink. */
+static void network_policy(FILE *f, const struct mopts *o)
+{
+    fprintf(f, "---\n"
+               "# Traffic in: only to hookd's port. Traffic out: DNS, PostgreSQL (5432), Redis\n"
+               "# (6379) and a forwarding sink on 80, 443 or 8080 (the port of the pod behind a\n"
+               "# Service). A database or sink on another port needs it added here; enforced\n"
+               "# only where the cluster's network plugin implements NetworkPolicy\n"
+               "# (--no-network-policy leaves this out).\n"
+               "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n");
+    metadata(f, o, "  ");
+    fprintf(f, "spec:\n  podSelector:\n    matchLabels:\n      app.kubernetes.io/name: %s\n", o->name);
+    fprintf(f, "  policyTypes:\n    - Ingress\n    - Egress\n");
+    fprintf(f, "  ingress:\n    - ports:\n        - port: http\n          protocol: TCP\n");
+    fprintf(f, "  egress:\n    - ports:\n        - port: 53\n          protocol: UDP\n"
+               "        - port: 53\n          protocol: TCP\n");
+    static const int out_ports[] = {5432, 6379, 80, 443, 8080};
+    fprintf(f, "    - ports:\n");
+    for (size_t i = 0; i < sizeof out_ports / sizeof out_ports[0]; i++)
+        fprintf(f, "        - port: %d\n          protocol: TCP\n", out_ports[i]);
+}
+
 static void kubernetes(FILE *f, const struct mopts *o)
 {
     fprintf(f, "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n");
@@ -375,6 +436,8 @@ static void kubernetes(FILE *f, const struct mopts *o)
     metadata(f, o, "  ");
     fprintf(f, "spec:\n  selector:\n    app.kubernetes.io/name: %s\n", o->name);
     fprintf(f, "  ports:\n    - name: http\n      port: 80\n      targetPort: http\n      protocol: TCP\n");
+    if (o->network_policy)
+        network_policy(f, o);
 }
 
 int hk_manifest_main(int argc, char **argv, FILE *out)
@@ -393,6 +456,7 @@ int hk_manifest_main(int argc, char **argv, FILE *out)
         .mem_request = "32Mi",
         .mem_limit = "128Mi",
         .startup_probe = true,
+        .network_policy = true,
     };
     if (argc < 2 || (strcmp(argv[1], "knative") != 0 && strcmp(argv[1], "kubernetes") != 0)) {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The measurements: cold start (bench/coldstart), one wrk load point on a
-freshly started server, and the machine's quietness around each of them.
+freshly started server, the container start (podman run, and runc run on an
+OCI bundle), and the machine's quietness around each of them.
 
 Method on a small VM (2 vCPUs that slow each other): the server is pinned to
 the server CPUs, wrk and the cold-start poller to the load CPUs, PostgreSQL
@@ -8,10 +9,12 @@ to the database CPUs. Before each measurement the harness sits idle for a
 moment and measures how busy the machine is without it; a measurement taken
 when others were busy is flagged "noisy" (and warned about on stderr)."""
 
+import json
 import os
 import shutil
 import statistics
 import sys
+import tarfile
 import time
 
 from . import parse, procs, system
@@ -279,3 +282,109 @@ def container_start(cfg, target, image):
                 "note": "podman run --rm --cpuset-cpus SERVER_CPU to the first 200; memory is the native figure"}
     finally:
         procs.run(["podman", "rmi", "-f", tag], timeout=120, env=penv)
+
+
+# The descriptor limits deploy/podman/containers.conf gives podman's
+# containers, so that both container figures start hookd alike.
+RUNC_NOFILE = 16384
+
+
+def runc_config(config, port, data_dir, cpus):
+    """The config.json umoci unpack wrote, changed for the measurement (a new
+    dict): no network namespace, so hookd listens on the host's loopback at
+    `port` (a namespace would need a veth and routes set up by hand, which
+    is podman's work, not the container's start); `data_dir` bind-mounted
+    at /data (a fresh SQLite directory per run, as podman's --rm container
+    gets); no terminal (coldstart reads nothing from it); pinned to `cpus`
+    like podman's --cpuset-cpus; the image's user, entrypoint, env and
+    working directory kept."""
+    c = json.loads(json.dumps(config))
+    proc = c["process"]
+    proc["terminal"] = False
+    env = [e for e in proc.get("env", []) if not e.startswith(("PORT=", "HOOKD_HOST="))]
+    proc["env"] = env + [f"PORT={port}", "HOOKD_HOST=127.0.0.1"]
+    proc["rlimits"] = [r for r in proc.get("rlimits", []) if r.get("type") != "RLIMIT_NOFILE"] + [
+        {"type": "RLIMIT_NOFILE", "hard": RUNC_NOFILE, "soft": RUNC_NOFILE}]
+    linux = c.setdefault("linux", {})
+    linux["namespaces"] = [n for n in linux.get("namespaces", []) if n.get("type") != "network"]
+    linux.setdefault("resources", {})["cpu"] = {"cpus": ",".join(map(str, cpus))}
+    c["mounts"] = [m for m in c.get("mounts", []) if m.get("destination") != "/data"] + [
+        {"destination": "/data", "type": "bind", "source": data_dir, "options": ["rbind", "rw"]}]
+    return c
+
+
+def _oci_archive(image):
+    """The oci-archive beside the image's docker-archive (scripts/image.sh
+    writes both), or None."""
+    docker = image.get("dockerArchive") or ""
+    oci = docker[: -len(".docker.tar")] + ".oci.tar" if docker.endswith(".docker.tar") else None
+    return oci if oci and os.path.exists(oci) else None
+
+
+def runc_start(cfg, target, image):
+    """`runc run` to the first 200, without a container engine: the image's
+    oci-archive unpacked by umoci into an OCI bundle (once), its config
+    changed by runc_config, then cfg.cold_runs runs of
+    `runc run --bundle BUNDLE ID` under bench/coldstart, each with a fresh
+    /data. What podman adds on top of this (its own start, storage,
+    conmon, the network namespace and port forwarding) is the difference
+    from the podman figure. Returns a dict with status and, when it ran,
+    coldStartMs (first run), medianMs and the runs."""
+    for tool in ("runc", "umoci"):
+        if not shutil.which(tool):
+            return {"status": "skipped", "reason": f"{tool} not installed (scripts/deps.sh bench)"}
+    if os.geteuid() != 0:
+        return {"status": "skipped", "reason": "runc runs a bundle unpacked by root only here (no rootless "
+                                               "bundle: umoci unpack --rootless and a user namespace)"}
+    if not image or image.get("status") != "built":
+        return {"status": "skipped", "reason": (image or {}).get("reason", "image not built")}
+    archive = _oci_archive(image)
+    if not archive or not image.get("tag"):
+        return {"status": "skipped", "reason": "no oci-archive beside the image's docker-archive"}
+    work = os.path.join(cfg.work, f"runc-{target.variant}")
+    shutil.rmtree(work, ignore_errors=True)
+    layout, bundle, data = (os.path.join(work, x) for x in ("layout", "bundle", "data"))
+    os.makedirs(layout)
+    with tarfile.open(archive) as tar:
+        # The archive is scripts/image.sh's own; "data" where Python has it.
+        tar.extractall(layout, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    r = procs.run(["umoci", "unpack", "--image", f"{layout}:{image['tag']}", bundle], timeout=300)
+    if r.returncode != 0:
+        return {"status": "failed", "reason": "umoci unpack: " + (r.stderr or r.stdout).strip()[-300:]}
+    cid = f"hookd-bench-{os.getpid()}-{target.variant}"
+    path = os.path.join(bundle, "config.json")
+    with open(path) as f:
+        base = json.load(f)
+    q = quiet_check(cfg, f"{target.name} runc run")
+    runs = []
+    try:
+        for n in range(cfg.cold_runs):
+            # A fresh /data per run: owned by the image's user, as in the image.
+            shutil.rmtree(data, ignore_errors=True)
+            os.makedirs(data, mode=0o750)
+            user = base["process"].get("user", {})
+            os.chown(data, user.get("uid", 0), user.get("gid", 0))
+            port = system.free_port()
+            with open(path, "w") as f:
+                json.dump(runc_config(base, port, data, cfg.server_cpus), f, indent=1)
+            argv = procs.taskset(cfg.load_cpus, [cfg.coldstart, "-p", str(port), "-u", target.health, "-n", "1",
+                                                 "-s", "200", "-t", "60000", "--", "runc", "run", "--bundle",
+                                                 bundle, cid])
+            try:
+                r = procs.run(argv, timeout=120)
+            finally:
+                # runc run removes the container when hookd exits (it
+                # forwards SIGTERM); after a SIGKILL of runc it would stay.
+                procs.run(["runc", "delete", "--force", cid], timeout=60)
+            if r.returncode != 0:
+                return {"status": "failed", "reason": "coldstart: " + r.stderr.strip()[-300:]}
+            run = parse.parse_coldstart(r.stdout)[0]
+            runs.append({"run": n, "readyMs": run["readyMs"], "exit": run.get("exit")})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = {"status": "ok", "bundle": "umoci unpack of " + os.path.basename(archive),
+           "coldStartMs": runs[0]["readyMs"], "medianMs": _median([x["readyMs"] for x in runs]), "runs": runs,
+           "note": "runc run --bundle to the first 200, pinned to SERVER_CPU; no network namespace (hookd on "
+                   "the host's loopback), a fresh /data per run; memory is the native figure"}
+    out.update(q)
+    return out

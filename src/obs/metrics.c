@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -282,7 +283,8 @@ static struct {
 
 /* The kernel's record of the exec: boot time (/proc/stat btime) plus the
  * process's starttime in clock ticks (/proc/self/stat field 22), as the
- * Prometheus client libraries compute it. */
+ * Prometheus client libraries compute it; without /proc/stat, boot time
+ * from CLOCK_BOOTTIME. */
 static double start_time(void)
 {
     char buf[1024];
@@ -310,9 +312,15 @@ static double start_time(void)
         if (sscanf(p, "%llu", &ticks) != 1)
             ticks = 0;
     }
-    if (btime <= 0)
+    double since_boot = (double)ticks / (double)sysconf(_SC_CLK_TCK);
+    if (btime > 0)
+        return btime + since_boot;
+    /* /proc/stat hidden (systemd's ProcSubset=pid): boot time is now less
+     * the time since boot, both from clocks a process can read. */
+    struct timespec bt;
+    if (ticks == 0 || clock_gettime(CLOCK_BOOTTIME, &bt) != 0)
         return (double)hk_wall_us() / 1e6;
-    return btime + (double)ticks / (double)sysconf(_SC_CLK_TCK);
+    return (double)hk_wall_us() / 1e6 - ((double)bt.tv_sec + (double)bt.tv_nsec / 1e9) + since_boot;
 }
 
 static void proc_init(void)

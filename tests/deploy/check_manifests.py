@@ -2,9 +2,14 @@
 """The manifests `hookd manifest` prints: parsed as YAML (python3-yaml) and
 checked field by field for what Knative and Kubernetes need, and the
 committed deploy/ files equal to the generated output for the default image.
+Also the systemd units (systemd-analyze verify, and security exposure at
+most 1.0) and the build context's ignore files (.dockerignore is
+.containerignore).
 
 Environment: HOOKD_BIN (the binary), SRC (the source tree)."""
 import os
+import re
+import shutil
 import subprocess
 import sys
 import unittest
@@ -29,6 +34,14 @@ def docs(*args):
 
 def env_of(c):
     return {e["name"]: e for e in c["env"]}
+
+
+def bytes_of(q):
+    """A Kubernetes quantity of bytes (such as 128Mi, 1Gi, 500M) as a number."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?", q)
+    assert m, q
+    unit = {None: 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    return float(m.group(1)) * unit[m.group(2)]
 
 
 class Common:
@@ -168,6 +181,9 @@ class Knative(unittest.TestCase, Common):
                      ["knative", "--image", "x", "--drain-seconds", "60", "--timeout-seconds", "60"],
                      ["knative", "--image", "x", "--sink-broker", "Bad_Name"],
                      ["kubernetes", "--image", "x", "--sink-broker", "default"],
+                     ["knative", "--image", "x", "--no-network-policy"],
+                     ["knative", "--image", "x", "--ephemeral-storage-limit", "1Gi"],
+                     ["kubernetes", "--image", "x", "--ephemeral-storage-request", "some"],
                      ["swarm", "--image", "x"], []):
             p = manifest(*args, rc=2)
             self.assertEqual(p.stdout, "", args)
@@ -178,8 +194,8 @@ class Knative(unittest.TestCase, Common):
 class Kubernetes(unittest.TestCase, Common):
     def setUp(self):
         d = docs("kubernetes", "--image", IMAGE)
-        self.assertEqual([x["kind"] for x in d], ["Deployment", "Service"])
-        self.dep, self.svc = d
+        self.assertEqual([x["kind"] for x in d], ["Deployment", "Service", "NetworkPolicy"])
+        self.dep, self.svc, self.netpol = d
 
     def test_deployment(self):
         d = self.dep
@@ -201,6 +217,43 @@ class Kubernetes(unittest.TestCase, Common):
         self.assertEqual(s["apiVersion"], "v1")
         self.assertEqual(s["spec"]["selector"], self.dep["spec"]["selector"]["matchLabels"])
         self.assertEqual(s["spec"]["ports"][0]["targetPort"], "http")
+
+    def test_ephemeral_storage(self):
+        spec = self.dep["spec"]["template"]["spec"]
+        res = spec["containers"][0]["resources"]
+        req, lim = res["requests"]["ephemeral-storage"], res["limits"]["ephemeral-storage"]
+        self.assertLessEqual(bytes_of(req), bytes_of(lim))
+        # SQLite's emptyDir counts against the limit: the limit must hold it.
+        size = spec["volumes"][0]["emptyDir"]["sizeLimit"]
+        self.assertGreater(bytes_of(lim), bytes_of(size))
+        c = docs("kubernetes", "--image", IMAGE, "--ephemeral-storage-request", "1Gi",
+                 "--ephemeral-storage-limit", "3Gi")[0]["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual((c["resources"]["requests"]["ephemeral-storage"],
+                          c["resources"]["limits"]["ephemeral-storage"]), ("1Gi", "3Gi"))
+        # Knative's container has none (Knative owns the pod's disk).
+        k = docs("knative", "--image", IMAGE)[0]["spec"]["template"]["spec"]["containers"][0]
+        self.assertNotIn("ephemeral-storage", k["resources"]["requests"])
+        self.assertNotIn("ephemeral-storage", k["resources"]["limits"])
+
+    def test_network_policy(self):
+        n = self.netpol
+        self.assertEqual((n["apiVersion"], n["metadata"]["name"]), ("networking.k8s.io/v1", "hookd"))
+        spec = n["spec"]
+        self.assertEqual(spec["podSelector"]["matchLabels"], self.dep["spec"]["selector"]["matchLabels"])
+        self.assertEqual(sorted(spec["policyTypes"]), ["Egress", "Ingress"])
+        # In: hookd's container port only, from anywhere (no "from").
+        port_names = {p["name"] for p in self.dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
+        self.assertEqual(len(spec["ingress"]), 1)
+        self.assertNotIn("from", spec["ingress"][0])
+        self.assertEqual(spec["ingress"][0]["ports"], [{"port": "http", "protocol": "TCP"}])
+        self.assertIn("http", port_names)
+        # Out: DNS both ways, and the ports of PostgreSQL, Redis and a sink.
+        out = {(p["port"], p["protocol"]) for rule in spec["egress"] for p in rule["ports"]}
+        self.assertTrue({(53, "UDP"), (53, "TCP"), (5432, "TCP"), (6379, "TCP"), (80, "TCP"),
+                         (443, "TCP"), (8080, "TCP")} <= out, out)
+        self.assertFalse(any("to" in rule for rule in spec["egress"]))
+        self.assertEqual([x["kind"] for x in docs("kubernetes", "--image", IMAGE, "--no-network-policy")],
+                         ["Deployment", "Service"])
 
     def test_committed_file_is_generated_output(self):
         with open(os.path.join(SRC, "deploy/kubernetes/hookd.yaml")) as f:
@@ -228,9 +281,37 @@ class Systemd(unittest.TestCase):
         self.assertEqual(k["NotifyAccess"], ["main"])
         self.assertIn("HOOKD_EXIT_IDLE_AFTER=30s", " ".join(k["Environment"]))
         for key, want in (("DynamicUser", "yes"), ("StateDirectory", "hookd"), ("ProtectSystem", "strict"),
-                          ("NoNewPrivileges", "yes"), ("SystemCallFilter", "@system-service")):
+                          ("NoNewPrivileges", "yes"), ("SystemCallFilter", "@system-service"),
+                          ("SystemCallFilter", "~@privileged @resources"), ("SystemCallErrorNumber", "EPERM"),
+                          ("PrivateUsers", "yes"), ("ProcSubset", "pid"), ("IPAddressDeny", "any")):
             self.assertIn(want, k.get(key, []), key)
         self.assertIn("AF_INET", k["RestrictAddressFamilies"][0])
+        # hookd raises RLIMIT_NOFILE only when soft < hard, which @resources
+        # (setrlimit) would refuse: LimitNOFILE=N sets both to N.
+        self.assertRegex(k["LimitNOFILE"][0], r"^\d+$")
+
+    def install_section(self, name):
+        with open(os.path.join(SRC, "deploy/systemd", name)) as f:
+            text = f.read()
+        m = re.search(r"^\[Install\]\n((?:[^\[].*\n?)*)", text, re.M)
+        self.assertTrue(m, f"{name} has no [Install] section")
+        return [x.strip() for x in m.group(1).splitlines() if x.strip() and not x.startswith("#")]
+
+    def test_service_is_socket_started(self):
+        # Enabling the service enables its socket; nothing starts it at boot.
+        self.assertEqual(self.install_section("hookd.service"), ["Also=hookd.socket"])
+        self.assertIn("WantedBy=sockets.target", self.install_section("hookd.socket"))
+
+    def test_security_exposure(self):
+        tool = shutil.which("systemd-analyze")
+        if not tool:
+            self.skipTest("systemd-analyze is not installed")
+        p = subprocess.run([tool, "security", "--offline=true", "--no-pager",
+                            os.path.join(SRC, "deploy/systemd/hookd.service")],
+                           capture_output=True, text=True, timeout=60)
+        m = re.search(r"Overall exposure level for hookd\.service: (\d+\.\d+)", p.stdout + p.stderr)
+        self.assertTrue(m, p.stdout + p.stderr)
+        self.assertLessEqual(float(m.group(1)), 1.0, p.stdout)
 
     def test_systemd_analyze_verify(self):
         import shutil
@@ -254,6 +335,20 @@ class Systemd(unittest.TestCase):
         k = self.units("hookd.socket")
         self.assertTrue(k["ListenStream"])
         self.assertNotIn("yes", k.get("Accept", []))
+
+
+class BuildContext(unittest.TestCase):
+    """`docker build` reads .dockerignore, podman .containerignore: both keep
+    .git/ and build directories out of the context."""
+
+    def test_ignore_files_agree(self):
+        with open(os.path.join(SRC, ".containerignore")) as f:
+            podman = f.read()
+        with open(os.path.join(SRC, ".dockerignore")) as f:
+            docker = f.read()
+        self.assertEqual(docker, podman, ".dockerignore and .containerignore differ")
+        rules = {x.strip() for x in podman.splitlines() if x.strip() and not x.startswith("#")}
+        self.assertTrue({".git/", "build*/"} <= rules, rules)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 # The OCI image (scripts/image.sh), built from the binary under test into a
 # scratch directory: its layer holds exactly the expected files, two builds
 # give the same digest and the same archive bytes, the config carries the
-# user, entrypoint and labels, and the binary runs from the unpacked rootfs
+# user, entrypoint and labels (org.opencontainers.image.created is the
+# source date: SOURCE_DATE_EPOCH, else the last commit's time, as a build
+# with another SOURCE_DATE_EPOCH shows), and the binary runs from the unpacked rootfs
 # (chroot, as user 65532): --version, every library resolvable (the
 # dlopen()ed ones included), a request served, SIGTERM → exit 0.
 #
@@ -43,6 +45,9 @@ check() { # check DESCRIPTION COMMAND...
 
 bindir=$(dirname "$HOOKD_BIN")
 version=$("$HOOKD_BIN" --version | awk '{print $2}')
+# The source date the image must carry, worked out as image.sh documents it.
+epoch=${SOURCE_DATE_EPOCH:-$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || echo 0)}
+created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 
 build() { # build OUTDIR [--slim]
     local outdir=$1
@@ -119,12 +124,12 @@ owners() {
 check "/data owned by 65532, everything else by root" owners
 
 # ---- the image config ----
-config_ok() {
-    skopeo inspect --config "docker-archive:$tmp/a/hookd-image.docker.tar" >"$tmp/config.json" || return 1
-    "$py" - "$tmp/config.json" "$version" <<'PY'
+config_ok() { # config_ok DOCKER_ARCHIVE CREATED
+    skopeo inspect --config "docker-archive:$1" >"$tmp/config.json" || return 1
+    "$py" - "$tmp/config.json" "$version" "$2" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-cfg, version = c["config"], sys.argv[2]
+cfg, version, created = c["config"], sys.argv[2], sys.argv[3]
 errors = []
 def want(cond, what):
     if not cond:
@@ -138,7 +143,9 @@ labels = cfg.get("Labels", {})
 want(labels.get("org.opencontainers.image.version") == version, "version label")
 for k in ("source", "revision", "created"):
     want(labels.get("org.opencontainers.image." + k), k + " label")
-want(c.get("created") == labels.get("org.opencontainers.image.created"), "created = SOURCE_DATE_EPOCH")
+want(labels.get("org.opencontainers.image.created") == created, "created label " + created)
+want(c.get("created") == created, "config created " + created)
+want(all(h.get("created") == created for h in c.get("history", [])), "history created " + created)
 want(len(c["rootfs"]["diff_ids"]) == 1, "one layer")
 if errors:
     print("  config lacks: " + "; ".join(errors))
@@ -146,7 +153,21 @@ if errors:
     sys.exit(1)
 PY
 }
-check "config: user 65532, entrypoint /hookd, port, labels" config_ok
+check "config: user 65532, entrypoint /hookd, port, labels, created $created" \
+    config_ok "$tmp/a/hookd-image.docker.tar" "$created"
+# Another source date gives that date, everywhere, and a different digest.
+other_date() {
+    SOURCE_DATE_EPOCH=1700000000 build "$tmp/c" || return 1
+    config_ok "$tmp/c/hookd-image.docker.tar" 2023-11-14T22:13:20Z || return 1
+    tar -xOf "$tmp/c/hookd-image.oci.tar" index.json >"$tmp/c.index" || return 1
+    local m
+    m=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"].split(":")[1])' \
+        "$tmp/c.index") || return 1
+    tar -xOf "$tmp/c/hookd-image.oci.tar" "blobs/sha256/$m" |
+        grep -q '"org.opencontainers.image.created":"2023-11-14T22:13:20Z"' || { echo "  manifest annotation"; return 1; }
+    ! cmp -s "$tmp/a/hookd-image.digest" "$tmp/c/hookd-image.digest" || { echo "  same digest"; return 1; }
+}
+check "SOURCE_DATE_EPOCH=1700000000: created 2023-11-14T22:13:20Z in label, config, history, annotation" other_date
 check "docker-archive names dev.local/hookd:$version" \
     bash -c "tar -xOf '$tmp/a/hookd-image.docker.tar' manifest.json | grep -q '\"dev.local/hookd:$version\"'"
 

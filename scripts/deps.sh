@@ -33,9 +33,10 @@ bench_pkgs=(gnuplot-nox nginx-light hyperfine dpkg-dev runc)
 # python3-yaml for the manifest test and systemd for systemd-socket-activate.
 image_pkgs=(umoci skopeo ca-certificates libcurl4)
 test_pkgs+=("${image_pkgs[@]}" python3-yaml systemd)
-# promtool (in prometheus) checks and unit-tests the alert rules and parses
-# the dashboard's queries.
-test_pkgs+=(prometheus)
+# The web inspector's tests drive Debian's Chromium headless through
+# chromedriver and Selenium; promtool (in prometheus) checks and unit-tests the
+# alert rules and parses the dashboard's queries.
+test_pkgs+=(chromium chromium-driver python3-selenium prometheus)
 # make image-run: podman, with runc (crun cannot start containers here).
 podman_pkgs=(podman runc)
 

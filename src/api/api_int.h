@@ -46,6 +46,10 @@ enum {
     HK_NEED_METRICS = 0x400,    /* HOOKD_METRICS_TOKEN, when set */
 };
 
+/* Any valid credential, whatever its kind and scopes (GET
+ * /api/sessions/current): a bit the gate checks nothing for. */
+enum { HK_NEED_CREDENTIAL = 0x800 };
+
 /* The process-wide application (hk_api_new). */
 struct hk_api {
     struct hk_app app;         /* first: the transport's view of it */
@@ -209,6 +213,10 @@ void hk_api_hooks_post(struct hk_req *r);
 void hk_api_hooks_get(struct hk_req *r);
 void hk_api_webhook_body(struct hk_req *r);
 void hk_api_webhook_redeliver(struct hk_req *r);
+/* GET /api/ingress/refusals (api/hooks.c), GET /api/sessions/current
+ * (api/auth.c). */
+void hk_api_ingress_refusals(struct hk_req *r);
+void hk_api_session_current(struct hk_req *r);
 void hk_api_graphql(struct hk_req *r);
 void hk_api_graphql_schema(struct hk_req *r);
 void hk_api_graphql_init(void);

@@ -12,6 +12,7 @@
 #include "api/forward.h"
 #include "api/retention.h"
 #include "api/stream.h"
+#include "api/ui.h"
 #include "core/ascii.h"
 #include "auth/limiter.h"
 #include "core/clock.h"
@@ -120,7 +121,16 @@ static void on_request(struct hk_req *r)
     struct hk_api_req *q = api_req(r);
     struct hk_match m;
     hk_route_match(hk_api_routes, hk_api_nroutes, r->path, r->path_len, r->method, &m);
+    /* "/ui/" is "/ui" (OpenAPI paths end without a slash, so the table has
+     * only the one): the same handler, and the same label in the metrics. */
+    if (m.status == 404 && r->path_len == 4 && memcmp(r->path, "/ui/", 4) == 0)
+        hk_route_match(hk_api_routes, hk_api_nroutes, "/ui", 3, r->method, &m);
     q->route = m.route;
+    if (m.status && hk_ui_path(r->path, r->path_len)) {
+        /* The inspector's headers on the router's refusals under /ui. */
+        hk_api_ui_unrouted(r, m.status, m.allow);
+        return;
+    }
     if (m.status == 404) {
         /* Echo the path only when it is plain printable ASCII. */
         if (r->path_len <= 200 && hk_ascii_printable(r->path, r->path_len, 0x21))

@@ -580,3 +580,70 @@ void hk_api_session_delete(struct hk_req *r)
     if (rc < 0)
         hk_resp_store_error(r, rc);
 }
+
+/* ---- GET /api/sessions/current ---- */
+
+/* A cookie session's CSRF token, for a page that reloaded: only its hash
+ * is stored, but the browser holds the token in the hookd_csrf cookie and
+ * sends it along; it is handed back when it hashes to the session's. */
+static const char *session_csrf(struct hk_req *r, size_t *n)
+{
+    struct hk_api_req *q = api_req(r);
+    if (!q->auth.via_cookie || q->auth.kind != HK_TOKEN_SESSION)
+        return NULL;
+    const char *c = cookie_value(r->cookie, r->cookie_len, CSRF_COOKIE, n);
+    if (!c || *n != HK_TOKEN_LEN)
+        return NULL;
+    uint8_t h[32];
+    hk_sha256(c, *n, h);
+    return hk_ct_equal(h, q->auth.session.csrf_hash, 32) ? c : NULL;
+}
+
+void hk_api_session_current(struct hk_req *r)
+{
+    struct hk_api_req *q = api_req(r);
+    const struct hk_api *a = api_loop(r)->api;
+    struct hk_buf *b = hk_resp_body(r);
+    b->len = 0;
+    hk_resp_header(r, "Cache-Control", "no-store", 8);
+    if (!api_cfg(r)->auth_on) {
+        /* No access control: nothing to log in to. */
+        hk_buf_puts(b, "{\"subject\":null,\"scope\":\"read,delete,admin\",\"expiresAt\":null,\"kind\":\"none\"}");
+        hk_resp_send(r, 200, HK_CT_JSON);
+        return;
+    }
+    char scope[64];
+    hk_scopes_format(q->auth.scopes, scope, sizeof scope);
+    int64_t expires = 0;
+    if (q->auth.kind == HK_TOKEN_SESSION) {
+        expires = q->auth.session.expires_us;
+    } else {
+        /* A token of the file was matched there (the store was not asked);
+         * any other was read from the store into auth.token. */
+        expires = q->auth.token.expires_us;
+        for (size_t i = 0; i < a->nfile_tokens; i++)
+            if (hk_ct_equal(a->file_tokens[i].hash, q->auth.hash, 32))
+                expires = a->file_tokens[i].expires_us;
+    }
+    hk_buf_puts(b, "{\"subject\":");
+    hk_buf_put_json_str(b, q->auth.subject, strlen(q->auth.subject));
+    hk_buf_puts(b, ",\"scope\":");
+    hk_buf_put_json_str(b, scope, strlen(scope));
+    hk_buf_puts(b, ",\"expiresAt\":");
+    if (expires) {
+        hk_buf_putc(b, '"');
+        hk_buf_put_iso_us(b, expires);
+        hk_buf_putc(b, '"');
+    } else {
+        hk_buf_puts(b, "null");
+    }
+    hk_buf_puts(b, q->auth.kind == HK_TOKEN_SESSION ? ",\"kind\":\"session\"" : ",\"kind\":\"token\"");
+    size_t n;
+    const char *csrf = session_csrf(r, &n);
+    if (csrf) {
+        hk_buf_puts(b, ",\"csrfToken\":");
+        hk_buf_put_json_str(b, csrf, n);
+    }
+    hk_buf_putc(b, '}');
+    hk_resp_send(r, 200, HK_CT_JSON);
+}

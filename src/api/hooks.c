@@ -19,13 +19,16 @@
 #include "api/forward.h"
 #include "api/stream.h"
 #include "api/ingress.h"
+#include "api/ui.h"
 #include "core/ascii.h"
 #include "core/clock.h"
 #include "core/crypto.h"
 #include "core/log.h"
 #include "core/mediatype.h"
 #include "core/utf8.h"
+#include "http/query.h"
 #include "ingress/provider.h"
+#include "ingress/refusals.h"
 #include "ingress/sources.h"
 #include "ingress/verify.h"
 
@@ -251,9 +254,18 @@ void hk_ingress_loop_free(struct hk_api_loop *L)
 
 /* ---- the transport's hooks ------------------------------------------------ */
 
-bool hk_ingress_keep_headers(const char *path, size_t len)
+static bool hooks_path(const char *path, size_t len)
 {
     return len > HOOKS_PREFIX_LEN && memcmp(path, HOOKS_PREFIX, HOOKS_PREFIX_LEN) == 0;
+}
+
+/* The transport's one keep_headers hook: deliveries keep every header; the
+ * inspector's pages (api/ui.c) read Accept-Encoding and If-None-Match,
+ * which the session does not pick out. hk_ingress_head leaves the latter
+ * alone. */
+bool hk_ingress_keep_headers(const char *path, size_t len)
+{
+    return hooks_path(path, len) || hk_ui_path(path, len);
 }
 
 static const char *hdr_get(const void *ctx, const char *name, size_t *len, unsigned *count)
@@ -276,8 +288,8 @@ static bool reserve(struct hk_ingress *g, struct hk_api_ingress *st, uint64_t n,
 int hk_ingress_head(struct hk_req *r)
 {
     struct hk_api_req *q = api_req(r);
-    if (r->method != HTTP_POST)
-        return 0;   /* GET handshakes: nothing to stream */
+    if (r->method != HTTP_POST || !hooks_path(r->path, r->path_len))
+        return 0;   /* GET handshakes: nothing to stream; /ui: not a delivery */
     struct hk_api_loop *L = api_loop(r);
     struct hk_ingress *g = ing_of(r);
     struct hk_api_ingress *st = state_get(L);
@@ -365,12 +377,18 @@ const char *hk_ingress_result_name(int i)
     return i >= 0 && i < HK_IRES__COUNT ? result_names[i] : "other";
 }
 
+static void record_refusal(struct hk_req *r, struct hk_api_ingress *st, int status, int reason, const char *detail,
+                           int64_t skew);
+
 /* A refused delivery: problem+json with the stable reason, counted, and a
- * debug line with the request id. Never the expected MAC or a secret. */
+ * debug line with the request id. Never the expected MAC or a secret. A
+ * refused POST also goes into the ring the inspector reads. */
 static void refuse(struct hk_req *r, struct hk_api_ingress *st, int status, int reason, const char *detail,
                    int64_t skew)
 {
     struct hk_ingress *g = ing_of(r);
+    if (r->method == HTTP_POST)
+        record_refusal(r, st, status, reason, detail, skew);
     if (st && g)
         count_result(g, st, HK_IRES_REJECTED, reason);
     else if (g)
@@ -519,6 +537,8 @@ struct kept {
     const char *seen[64];
     size_t seen_len[64];
     unsigned nseen;
+    size_t max;                /* 0, or the most bytes of JSON (a refusal's record) */
+    bool cut;                  /* a header went over max: it and those after it are left out */
 };
 
 /* Never kept, whatever a sources file says: credentials, and the token
@@ -537,7 +557,7 @@ static void keep_header(void *arg, const char *name, size_t nlen, const char *va
 {
     struct kept *k = arg;
     const struct hk_source *src = k->src;
-    if (forbidden(src, name, nlen))
+    if (k->cut || forbidden(src, name, nlen))
         return;
     bool want = in_list(common_headers, SIZE_MAX, name, nlen) ||
                 in_list(scheme_headers[src->scheme], 10, name, nlen) ||
@@ -555,6 +575,7 @@ static void keep_header(void *arg, const char *name, size_t nlen, const char *va
         return;
     k->seen[k->nseen] = name;
     k->seen_len[k->nseen++] = nlen;
+    size_t before = k->b->len;
     hk_buf_putc(k->b, k->nseen > 1 ? ',' : '{');
     char lower[256];
     size_t n = nlen < sizeof lower ? nlen : sizeof lower;
@@ -563,6 +584,11 @@ static void keep_header(void *arg, const char *name, size_t nlen, const char *va
     hk_buf_put_json_str(k->b, lower, n);
     hk_buf_putc(k->b, ':');
     hk_buf_put_json_str(k->b, value, vlen);
+    if (k->max && k->b->len > k->max) {
+        k->b->len = before;
+        k->nseen--;
+        k->cut = true;
+    }
 }
 
 /* The client: the peer, or - when the peer is a trusted proxy - the
@@ -574,7 +600,7 @@ static void client_addr(struct hk_req *r, const struct hk_source *src, char *out
     size_t n;
     unsigned count;
     const char *xff = hk_req_header(r, "x-forwarded-for", &n, &count);
-    if (xff && src->nproxies && hk_source_trusts(src, a)) {
+    if (xff && src && src->nproxies && hk_source_trusts(src, a)) {
         size_t end = n;
         for (int hops = 0; hops < 32 && end > 0; hops++) {
             size_t start = end;
@@ -610,6 +636,107 @@ static void client_addr(struct hk_req *r, const struct hk_source *src, char *out
         inet_ntop(AF_INET, a + 12, out, (socklen_t)cap);
     else
         inet_ntop(AF_INET6, a, out, (socklen_t)cap);
+}
+
+/* ---- the refusals ring (ingress/refusals.h) ---------------------------------- */
+
+/* Stands in for a source nobody configured when its headers are kept for
+ * the ring: the common ones only, since without a source nothing says
+ * which others hold secrets. */
+static const struct hk_source no_source = {.scheme = HK_SCHEME_NONE};
+
+/* A body up to this size is read for the refused delivery's event type
+ * and id; past it only headers are (a refusal stays cheap). */
+#define REFUSAL_META_BODY_MAX (64 * 1024)
+
+static void record_refusal(struct hk_req *r, struct hk_api_ingress *st, int status, int reason, const char *detail,
+                           int64_t skew)
+{
+    if (!hooks_path(r->path, r->path_len))
+        return;
+    struct hk_refusal e;
+    memset(&e, 0, sizeof e);
+    const struct hk_source *src = st ? st->src : NULL;
+    e.time_us = hk_wall_us();
+    e.status = status;
+    hk_refusal_set(e.reason, sizeof e.reason, reason_names[reason], strlen(reason_names[reason]));
+    hk_refusal_set(e.detail, sizeof e.detail, detail, strlen(detail));
+    if (reason == HK_IR_TIMESTAMP) {
+        e.has_skew = true;
+        e.skew_s = skew;
+    }
+    if (src) {
+        e.source_known = true;
+        hk_refusal_set(e.source, sizeof e.source, src->name, src->name_len);
+        const char *sn = hk_scheme_name(src->scheme);
+        hk_refusal_set(e.scheme, sizeof e.scheme, sn, strlen(sn));
+    } else {
+        hk_refusal_set(e.source, sizeof e.source, r->path + HOOKS_PREFIX_LEN, r->path_len - HOOKS_PREFIX_LEN);
+    }
+    if (r->content_type)
+        hk_refusal_set(e.content_type, sizeof e.content_type, r->content_type, r->content_type_len);
+    /* The body went through the hash only when the request got as far as
+     * the handler with its source (no early refusal). */
+    e.body_read = !r->refused && src;
+    if (e.body_read) {
+        e.body_bytes = (int64_t)r->body->len;
+        hk_md_final(&st->sha, e.body_sha256);
+    } else {
+        e.body_bytes = r->content_length != UINT64_MAX ? (int64_t)r->content_length : -1;
+    }
+    if (src) {
+        struct hk_hdrs h = {hdr_get, r};
+        struct hk_meta m;
+        bool body = e.body_read && r->body->len <= REFUSAL_META_BODY_MAX && r->body->p;
+        hk_meta_extract(src, &h, r->content_type, r->content_type_len, body ? r->body->p : "",
+                        body ? r->body->len : 0, &m);
+        if (m.event_type)
+            hk_refusal_set(e.event_type, sizeof e.event_type, m.event_type, m.event_type_len);
+        if (m.delivery_id)
+            hk_refusal_set(e.delivery_id, sizeof e.delivery_id, m.delivery_id, m.delivery_id_len);
+    }
+    client_addr(r, src, e.client_addr, sizeof e.client_addr);
+    /* The kept headers, rendered where the problem document is about to
+     * be written (refuse empties it next). */
+    struct hk_buf *b = hk_resp_body(r);
+    b->len = 0;
+    struct kept k = {.src = src ? src : &no_source, .b = b, .max = HK_REFUSAL_HEADERS_MAX - 1};
+    hk_req_headers_each(r, keep_header, &k);
+    if (!k.nseen)
+        hk_buf_putc(b, '{');
+    hk_buf_putc(b, '}');
+    memcpy(e.headers, b->p, b->len);
+    e.headers[b->len] = '\0';
+    e.headers_truncated = k.cut;
+    b->len = 0;
+    hk_refusals_push(&e);
+}
+
+/* GET /api/ingress/refusals: the ring, newest first (docs/ui.md). */
+void hk_api_ingress_refusals(struct hk_req *r)
+{
+    int64_t limit = 100, after = 0;
+    size_t vlen, used = 0, slen = 0;
+    const char *v = hk_query_raw(r->query, r->query_len, "limit", &vlen);
+    if (v && hk_parse_int_n(v, vlen, 1, HK_REFUSALS_MAX, &limit) < 0) {
+        hk_resp_problem(r, 400, NULL, "query parameter limit must be an integer from 1 to %d", HK_REFUSALS_MAX);
+        return;
+    }
+    const char *a = hk_query_raw(r->query, r->query_len, "after", &vlen);
+    if (a && hk_parse_int_n(a, vlen, 0, INT64_MAX, &after) < 0) {
+        hk_resp_problem(r, 400, NULL, "query parameter after must be a sequence number (an integer from 0)");
+        return;
+    }
+    const char *src;
+    struct hk_api_req *q = api_req(r);
+    if (hk_api_query_text(r, "source", 4 * HK_SOURCE_NAME_MAX, q->scratch, sizeof q->scratch, &used, &src, &slen) <
+        0)
+        return;
+    struct hk_buf *b = hk_resp_body(r);
+    b->len = 0;
+    hk_refusals_render(b, src, slen, a != NULL, (uint64_t)after, (unsigned)limit);
+    hk_resp_header(r, "Cache-Control", "no-store", 8);
+    hk_resp_send(r, 200, HK_CT_JSON);
 }
 
 /* ---- POST /hooks/{source} ---------------------------------------------------- */
@@ -812,6 +939,27 @@ void hk_api_hooks_get(struct hk_req *r)
 
 /* ---- GET /api/webhooks/{id}/body ------------------------------------------- */
 
+/* A download's extension: from the content type when it names a kind
+ * that no browser runs when opened from disk, else "bin" (never html or
+ * svg: a saved file opened locally would run its script). */
+static const char *download_ext(const char *ct, size_t n)
+{
+    const char *b;
+    size_t len = ct ? hk_media_base(ct, n, &b) : 0;
+    static const struct {
+        const char *type, *ext;
+    } map[] = {
+        {"application/json", "json"}, {"text/plain", "txt"}, {"application/xml", "xml"},
+        {"text/xml", "xml"}, {"application/x-www-form-urlencoded", "txt"}, {"text/csv", "csv"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strlen(map[i].type) == len && strncasecmp(map[i].type, b, len) == 0)
+            return map[i].ext;
+    if (len > 17 && strncasecmp(b + len - 5, "+json", 5) == 0 && strncasecmp(b, "application/", 12) == 0)
+        return "json";
+    return "bin";
+}
+
 static void body_row(struct hk_store_op *op, const struct hk_webhook *row)
 {
     struct hk_req *r = op->data;
@@ -824,8 +972,20 @@ static void body_row(struct hk_store_op *op, const struct hk_webhook *row)
     hk_buf_put(b, row->body_len ? (const char *)row->body : "", row->body_len);
     const char *ct = row->content_type ? row->content_type : "application/octet-stream";
     size_t ctlen = row->content_type ? row->content_type_len : 24;
+    /* The bytes are the sender's, served on hookd's origin where the
+     * inspector's session cookie lives: never sniffed, and a stored HTML
+     * or SVG body opened here runs no script and loads nothing. */
     hk_resp_header(r, "X-Content-Type-Options", "nosniff", 7);
-    hk_resp_header(r, "Content-Security-Policy", "sandbox", 7);
+    static const char csp[] = "sandbox; default-src 'none'";
+    hk_resp_header(r, "Content-Security-Policy", csp, sizeof csp - 1);
+    size_t dn;
+    const char *dl = hk_query_raw(r->query, r->query_len, "download", &dn);
+    if (dl && ((dn == 1 && dl[0] == '1') || (dn == 4 && memcmp(dl, "true", 4) == 0))) {
+        char v[96];
+        int n = snprintf(v, sizeof v, "attachment; filename=\"webhook-%lld.%s\"", (long long)row->id,
+                         download_ext(row->content_type, row->content_type_len));
+        hk_resp_header(r, "Content-Disposition", v, (size_t)n);
+    }
     /* The Content-Type of the delivery, given through the extra headers
      * (resp.c writes its own only when asked to). */
     hk_resp_header(r, "Content-Type", ct, ctlen);

@@ -6,6 +6,7 @@
 
 #include "api/api_int.h"
 #include "api/stream.h"
+#include "api/ui.h"
 
 /* Same templates adjacent, their methods in alphabetical order (Allow).
  * The last column is what a caller needs (api_int.h: HK_NEED_*). */
@@ -24,6 +25,8 @@ const struct hk_route hk_api_routes[] = {
     {HTTP_GET, "/graphql/schema.graphql", hk_api_graphql_schema, HK_NEED_OPEN},
     {HTTP_POST, "/api/sessions", hk_api_session_create, HK_NEED_API_TOKEN},
     {HTTP_DELETE, "/api/sessions/current", hk_api_session_delete, HK_NEED_SESSION},
+    {HTTP_GET, "/api/sessions/current", hk_api_session_current, HK_NEED_CREDENTIAL},
+    {HTTP_GET, "/api/ingress/refusals", hk_api_ingress_refusals, HK_NEED_READ},
     {HTTP_GET, "/api/system/info", hk_api_system_info, HK_NEED_OPEN},
     {HTTP_GET, "/api/system/benchmark", hk_api_system_benchmark, HK_NEED_OPEN},
     {HTTP_GET, "/q/health", hk_api_health, HK_NEED_OPEN},
@@ -33,6 +36,11 @@ const struct hk_route hk_api_routes[] = {
     {HTTP_GET, "/q/metrics", hk_api_metrics, HK_NEED_METRICS},
     {HTTP_GET, "/metrics", hk_api_metrics, HK_NEED_METRICS},
     {HTTP_GET, "/q/openapi", hk_api_openapi, HK_NEED_OPEN},
+    /* The web inspector (docs/ui.md): open, the page logs in itself.
+     * "/ui/" reaches api/ui.c through hk_api_ui_unrouted. */
+    {HTTP_GET, "/ui", hk_api_ui_page, HK_NEED_OPEN},
+    {HTTP_GET, "/ui/assets/{asset}", hk_api_ui_asset, HK_NEED_OPEN},
+    {HTTP_GET, "/favicon.ico", hk_api_ui_favicon, HK_NEED_OPEN},
 };
 
 #define NROUTES ((int)(sizeof hk_api_routes / sizeof hk_api_routes[0]))

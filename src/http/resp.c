@@ -20,6 +20,7 @@ const char *hk_status_reason(int status)
     case 200: return "OK";
     case 201: return "Created";
     case 204: return "No Content";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -86,10 +87,13 @@ void hk_resp_send(struct hk_req *r, int status, const char *content_type)
 {
     struct hk_session *s = r->s;
     struct hk_buf *o = &s->out;
-    if (status == 204)
+    /* 204 and 304 carry no content, and no Content-Length either (RFC
+     * 9110: a 304's would have to be the 200's length). */
+    bool empty = status == 204 || status == 304;
+    if (empty)
         s->rbody.len = 0;
-    put_head(r, status, s->rbody.len || status != 204 ? content_type : NULL);
-    if (status != 204) {
+    put_head(r, status, empty ? NULL : content_type);
+    if (!empty) {
         hk_buf_put(o, "Content-Length: ", 16);
         hk_buf_put_u64(o, s->rbody.len);
         hk_buf_put(o, "\r\n", 2);

@@ -33,8 +33,8 @@
 #define ERROR_MAX 200            /* bytes of last_error kept */
 #define FREE_SENDS_MAX 64        /* idle send records a loop keeps */
 #define MAX_FIFO 64              /* FIFO sources named in one claim */
+#define SINK_BUSY_MS 1000        /* a claimed row whose sink is full and has as many waiting waits this long */
 #define SINKS 64                 /* sinks counted apart; more share the last slot */
-#define SINK_BUSY_MS 1000        /* a claimed row whose sink is at its limit waits this long */
 
 /* Latency buckets, seconds (receipt -> the sink's 2xx). */
 static const double lat_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
@@ -48,6 +48,7 @@ static const char *const result_names[R__COUNT] = {"delivered", "retry", "failed
 struct sink {
     _Atomic uint64_t key;            /* 0: free */
     _Atomic uint32_t n;
+    uint32_t waiting;                /* claimed rows waiting for a slot of it (loop 0's; run_waiting) */
 };
 
 struct hk_forwarder {
@@ -86,6 +87,8 @@ struct send {
     bool settling;                   /* counted in f->settling: its outcome is on its way to the store */
     unsigned settle_tries;           /* SETTLE submissions the store turned away */
     struct send *retry_next;         /* the loop's settles to submit again */
+    struct sink *wait_sink;          /* claimed, encoded, waiting for a slot of this sink (loop 0) */
+    uint64_t wait_ms;                /* since when (loop time) */
     struct hk_buf hdr, body;         /* the encoded request */
     const char *lines[HK_CE_MAX_HEADERS];
     struct hk_store_op op;           /* the SETTLE */
@@ -114,6 +117,12 @@ struct hk_fwd_loop {
     uint32_t nclaimed;               /* rows the claim in flight has given */
     bool claiming, claim_again, handles;
     int64_t next_due_us;             /* earliest retry this loop scheduled; 0: none known */
+    /* Claimed rows whose sink had all it may take, oldest first: they keep
+     * their lease, their global slot and their bytes, and go as soon as a
+     * request to that sink ends (at most `total` of them). */
+    struct send *wait_head, *wait_tail;
+    uint32_t nwaiting;
+    bool in_waiting;                 /* run_waiting is walking the list (a send's end may re-enter) */
 };
 
 static uint64_t rnd64(void)
@@ -472,6 +481,18 @@ static void sent(struct hk_out_req *req, const struct hk_out_result *res)
     }
 }
 
+static void go(struct hk_fwd_loop *fl, struct send *s, struct sink *sink);
+
+/* One request more to sink k, if it has room. */
+static bool sink_take(struct hk_forwarder *f, struct sink *k)
+{
+    if (atomic_fetch_add_explicit(&k->n, 1, memory_order_relaxed) >= f->concurrency) {
+        atomic_fetch_sub_explicit(&k->n, 1, memory_order_relaxed);
+        return false;
+    }
+    return true;
+}
+
 /* Encode `row` into a send that holds a reservation (its sink's slot too
  * when `sink` is not NULL; claimed rows take theirs here), and start it. */
 static void start(struct hk_fwd_loop *fl, const struct hk_webhook *row, uint64_t bytes, struct sink *sink)
@@ -484,18 +505,6 @@ static void start(struct hk_fwd_loop *fl, const struct hk_webhook *row, uint64_t
     s->bytes = bytes;
     const struct hk_source *src = source_of(f->api, row->source, row->source_len, &s->snap);
     const char *url = url_of(f, src);
-    if (!sink) {
-        struct sink *k = sink_of(f, url);
-        if (atomic_fetch_add_explicit(&k->n, 1, memory_order_relaxed) >= f->concurrency) {
-            /* Its sink has all it may take: the row waits, no attempt. */
-            atomic_fetch_sub_explicit(&k->n, 1, memory_order_relaxed);
-            snprintf(s->error, sizeof s->error, "waiting: the sink has %u requests in flight", f->concurrency);
-            settle_as(s, HK_DLV_PENDING, hk_wall_us() + SINK_BUSY_MS * 1000, 0, false);
-            return;
-        }
-        sink = k;
-    }
-    s->sink = sink;
     struct hk_ce_opts o = {
         .mode = src && src->forward.mode >= 0 ? (enum hk_ce_mode)src->forward.mode : f->mode,
         .type_template = src ? src->forward.type : NULL,
@@ -519,11 +528,91 @@ static void start(struct hk_fwd_loop *fl, const struct hk_webhook *row, uint64_t
         .done = sent,
         .data = s,
     };
+    if (!sink) {
+        struct sink *k = sink_of(f, url);
+        if (!sink_take(f, k)) {
+            if (k->waiting >= f->concurrency) {
+                /* Its sink has all it may take, and as many waiting: back
+                 * to the store for a second, no attempt made. */
+                snprintf(s->error, sizeof s->error, "waiting: the sink has %u requests in flight", f->concurrency);
+                settle_as(s, HK_DLV_PENDING, hk_wall_us() + SINK_BUSY_MS * 1000, 0, false);
+                return;
+            }
+            /* Its sink has all it may take (a claimed row): wait in memory
+             * for the next of its requests to end, no attempt made. The
+             * row keeps its bytes and its lease, not a slot of all sinks':
+             * a stalled sink's rows hold up no other sink. */
+            k->waiting++;
+            fl->nwaiting++;
+            atomic_fetch_sub_explicit(&f->inflight, 1, memory_order_relaxed);
+            s->wait_sink = k;
+            s->wait_ms = uv_now(&fl->L->w->loop);
+            s->next = NULL;
+            if (fl->wait_tail)
+                fl->wait_tail->next = s;
+            else
+                fl->wait_head = s;
+            fl->wait_tail = s;
+            return;
+        }
+        sink = k;
+    }
+    go(fl, s, sink);
+}
+
+/* Start the HTTP exchange of an encoded send that holds its sink's slot. */
+static void go(struct hk_fwd_loop *fl, struct send *s, struct sink *sink)
+{
+    s->sink = sink;
     int rc = hk_out_send(fl->out, &s->req);
     if (rc < 0) {
         struct hk_out_result res = {.status = 0, .err = rc, .error = "no connection slot", .retry_after_ms = -1};
         sent(&s->req, &res);
     }
+}
+
+/* Claimed rows waiting for their sinks (loop 0): those whose sink has room
+ * now go, oldest first; one that waited half a lease goes back to the store
+ * (pending, due now, no attempt) before its lease could end under it. All
+ * go back when the loop stops. */
+static void run_waiting(struct hk_fwd_loop *fl)
+{
+    struct hk_forwarder *f = fl->f;
+    if (fl->in_waiting)
+        return;   /* a send that ended at once, inside the walk below */
+    fl->in_waiting = true;
+    uint64_t now = uv_now(&fl->L->w->loop), max_ms = f->api->cfg->forward_lease_ms / 2;
+    struct send **pp = &fl->wait_head, *prev = NULL;
+    while (*pp) {
+        struct send *s = *pp;
+        bool back = fl->stopping || now - s->wait_ms >= max_ms;
+        if (!back && !sink_take(f, s->wait_sink)) {
+            prev = s;
+            pp = &s->next;
+            continue;
+        }
+        *pp = s->next;
+        if (fl->wait_tail == s)
+            fl->wait_tail = prev;
+        s->next = NULL;
+        struct sink *k = s->wait_sink;
+        s->wait_sink = NULL;
+        k->waiting--;
+        fl->nwaiting--;
+        /* A slot of all sinks' again: the send's end gives it back. */
+        atomic_fetch_add_explicit(&f->inflight, 1, memory_order_relaxed);
+        if (back) {
+            snprintf(s->error, sizeof s->error, "waiting: the sink has %u requests in flight", f->concurrency);
+            settle_as(s, HK_DLV_PENDING, hk_wall_us(), 0, false);
+        } else {
+            go(fl, s, k);
+        }
+        /* The calls above may have run a send's end, which appends to the
+         * list only through start() (not here): walk on from the head's
+         * current state. */
+        pp = prev ? &prev->next : &fl->wait_head;
+    }
+    fl->in_waiting = false;
 }
 
 /* ---- inserts ----------------------------------------------------------------- */
@@ -618,6 +707,8 @@ static void claim_done(struct hk_store_op *op)
 static void claim_now(struct hk_fwd_loop *fl)
 {
     struct hk_forwarder *f = fl->f;
+    if (fl->wait_head)
+        run_waiting(fl);
     if (fl->claiming || fl->stopping || fl->L->stopping || !fl->L->sl) {
         fl->claim_again = fl->claiming;
         return;
@@ -638,7 +729,25 @@ static void claim_now(struct hk_fwd_loop *fl)
     if (n > CLAIM_MAX)
         n = CLAIM_MAX;
     if (n == 0)
-        n = 1;
+        n = 1;   /* a budget under one largest body: one row at a time */
+    /* No more than the roomiest sink could take now or keep waiting:
+     * rows claimed beyond that would only go back to the store. */
+    uint32_t best = 0;
+    bool any = false;
+    for (unsigned i = 0; i < SINKS; i++) {
+        const struct sink *k = &f->sinks[i];
+        if (!atomic_load_explicit(&k->key, memory_order_relaxed))
+            continue;
+        any = true;
+        uint32_t used_k = atomic_load_explicit(&k->n, memory_order_relaxed) + k->waiting;
+        uint32_t room_k = used_k < 2 * f->concurrency ? 2 * f->concurrency - used_k : 0;
+        if (room_k > best)
+            best = room_k;
+    }
+    if (any && best == 0)
+        return;   /* a send's end calls claim_soon again */
+    if (any && n > best)
+        n = best;
     atomic_fetch_add_explicit(&f->inflight, n, memory_order_relaxed);
     atomic_fetch_add_explicit(&f->claim_held, n, memory_order_relaxed);
     struct hk_store_op *op = &fl->claim;
@@ -778,6 +887,8 @@ void hk_forward_loop_stop(struct hk_api_loop *L)
      * detaches (the store completes them). */
     hk_out_close(fl->out);
     fl->out = NULL;
+    /* Claimed rows still waiting for their sink go back (pending, due now). */
+    run_waiting(fl);
     /* Outcomes the store turned away get one last try now; what it turns
      * away again is dropped (the lease ends: sent again after a restart). */
     uv_timer_stop(&fl->retry_timer);

@@ -666,6 +666,43 @@ Test(forward, a_clean_stop_releases_what_was_in_flight)
     sink_cleanup(&k);
 }
 
+Test(forward, a_clean_stop_releases_claimed_rows_waiting_for_their_sink)
+{
+    struct sink k = {0};
+    struct hk_server s = {0};
+    sink_start(&k, 0);
+    sink_rule(&k, "{\"action\":\"stall\"}");
+    /* Two at the stalled sink; the next two are claimed and wait in memory. */
+    start_fwd(&s, &k, (const char *const[]){"HOOKD_FORWARD_LEASE=600s", "HOOKD_FORWARD_TIMEOUT=60s",
+                                            "HOOKD_FORWARD_CONCURRENCY=2", NULL});
+    enum { N = 4 };
+    int64_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = create(&s, "s", "push", "x");
+    double end = now_s() + 10;
+    while (metric(&s, "hookd_forward_claimed_total ") < 2) {
+        cr_assert(now_s() < end, "the claimer never took the rows the sink had no room for");
+        usleep(20 * 1000);
+    }
+    cr_expect_leq(metric(&s, "hookd_forward_inflight "), 2, "waiting rows are not requests in flight");
+    hk_server_stop_clean(&s);
+    sink_rule(&k, "{\"reset\":true}");
+    json_decref(sink_call(&k, "POST", "/_control", "{\"clearLedger\":true}"));
+    hk_server_restart(&s);
+    /* Released at the stop, not leased for 600 s: sent once hookd is back,
+     * and no attempt was counted for the wait. */
+    json_decref(wait_all(&k, ids, N, 10));
+    for (int i = 0; i < N; i++) {
+        json_t *row = wait_state(&s, ids[i], "delivered", 10);
+        cr_expect_eq(json_integer_value(json_object_get(json_object_get(row, "delivery"), "attempts")), 1,
+                     "webhook %" PRId64 ": one attempt", ids[i]);
+        json_decref(row);
+    }
+    hk_finish(&s);
+    hk_server_cleanup(&s);
+    sink_cleanup(&k);
+}
+
 Test(forward, bodies_wait_in_the_store_beyond_the_memory_budget)
 {
     struct sink k = {0};
@@ -694,6 +731,37 @@ Test(forward, bodies_wait_in_the_store_beyond_the_memory_budget)
     }
     cr_expect_leq(most, 65536 + 32768 + 2048, "bytes held: %.0f", most);
     json_decref(wait_all(&k, ids, N, 30));
+    hk_finish(&s);
+    hk_server_cleanup(&s);
+    sink_cleanup(&k);
+}
+
+/* Rows the claimer leases while their sink has all it may take wait in
+ * memory for its next free slot: each is claimed once and sent once (they
+ * used to go back to the store for a second, and be claimed again). */
+Test(forward, claimed_rows_wait_for_their_sink_without_going_back)
+{
+    struct sink k = {0};
+    struct hk_server s = {0};
+    sink_start(&k, 0);
+    sink_rule(&k, "{\"delayMs\":150,\"count\":1000}");
+    /* Two requests at once to the sink: the rest wait in the store and are
+     * claimed (up to the 8 slots of all sinks), more than the sink takes. */
+    start_fwd(&s, &k, (const char *const[]){"HOOKD_FORWARD_CONCURRENCY=2", NULL});
+    enum { N = 30 };
+    int64_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = create(&s, "w", "push", "x");
+    json_t *l = wait_all(&k, ids, N, 60);
+    for (int i = 0; i < N; i++)
+        cr_expect_eq(sink_count(l, ids[i]), 1, "webhook %" PRId64 " sent %d times", ids[i], sink_count(l, ids[i]));
+    json_decref(l);
+    double claimed = metric(&s, "hookd_forward_claimed_total ");
+    cr_expect_gt(claimed, 0, "rows went through the claimer");
+    cr_expect_leq(claimed, N - 2, "each row claimed once at most (claimed %.0f)", claimed);
+    cr_expect_eq(metric(&s, "hookd_forward_attempts_total{result=\"retry\"} "), 0);
+    for (int i = 0; i < N; i++)
+        json_decref(wait_state(&s, ids[i], "delivered", 10));
     hk_finish(&s);
     hk_server_cleanup(&s);
     sink_cleanup(&k);

@@ -3,6 +3,7 @@
  * helpers the hot path needs: integers without printf, JSON string escaping
  * that copies runs of plain bytes at once, and RFC 3339 timestamps. */
 #include "core/buf.h"
+#include "core/ascii.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -328,4 +329,20 @@ void hk_buf_free(struct hk_buf *b)
     b->p = NULL;
     b->len = 0;
     b->cap = 0;
+}
+
+void hk_buf_put_json_hex(struct hk_buf *b, const unsigned char *p, size_t n)
+{
+    if (!p) {
+        hk_buf_put(b, "null", 4);
+        return;
+    }
+    hk_buf_putc(b, '"');
+    char hex[65];   /* 32 bytes' digits and hk_hex_encode's NUL */
+    for (size_t i = 0; i < n; i += 32) {
+        size_t k = n - i < 32 ? n - i : 32;
+        hk_hex_encode(p + i, k, hex);
+        hk_buf_put(b, hex, 2 * k);
+    }
+    hk_buf_putc(b, '"');
 }

@@ -52,6 +52,9 @@ void hk_buf_printf(struct hk_buf *b, const char *fmt, ...)
 /* Append `s` (n bytes, assumed valid UTF-8) as a quoted JSON string, escaping
  * quotes, backslashes and every control character. */
 void hk_buf_put_json_str(struct hk_buf *b, const char *s, size_t n);
+/* Append `p` (n bytes) as a quoted JSON string of lowercase hex, or `null`
+ * when p is NULL. */
+void hk_buf_put_json_hex(struct hk_buf *b, const unsigned char *p, size_t n);
 /* Append unix microseconds as RFC 3339 UTC with 6 decimals:
  * 2026-11-29T19:03:01.123456Z (27 bytes). */
 void hk_buf_put_iso_us(struct hk_buf *b, int64_t unix_us);

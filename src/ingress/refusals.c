@@ -104,15 +104,7 @@ static void render_one(struct hk_buf *b, const struct hk_refusal *e)
         hk_buf_puts(b, "null");
     hk_buf_puts(b, e->body_read ? ",\"bodyRead\":true" : ",\"bodyRead\":false");
     hk_buf_puts(b, ",\"bodySha256\":");
-    if (e->body_read) {
-        char hex[65];
-        hk_hex_encode(e->body_sha256, 32, hex);
-        hk_buf_putc(b, '"');
-        hk_buf_put(b, hex, 64);
-        hk_buf_putc(b, '"');
-    } else {
-        hk_buf_puts(b, "null");
-    }
+    hk_buf_put_json_hex(b, e->body_read ? e->body_sha256 : NULL, 32);
     hk_buf_puts(b, ",\"clientAddress\":");
     put_str_or_null(b, e->client_addr);
     /* The headers' JSON was rendered by the caller, whole headers only. */

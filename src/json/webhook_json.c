@@ -215,15 +215,7 @@ static void encode_ingress(struct hk_buf *b, const struct hk_webhook *w)
     PUT_LIT(b, ",\"bodyBytes\":");
     hk_buf_put_u64(b, w->body_len);
     PUT_LIT(b, ",\"bodySha256\":");
-    if (w->body_sha256) {
-        char hex[65];
-        hk_hex_encode(w->body_sha256, 32, hex);
-        hk_buf_putc(b, '"');
-        hk_buf_put(b, hex, 64);
-        hk_buf_putc(b, '"');
-    } else {
-        PUT_LIT(b, "null");
-    }
+    hk_buf_put_json_hex(b, w->body_sha256, 32);
     PUT_LIT(b, ",\"clientAddress\":");
     put_str_or_null(b, w->client_addr, w->client_addr_len);
 }

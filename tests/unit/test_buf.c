@@ -418,6 +418,28 @@ Test(json_str, appends_after_existing_content)
     hk_buf_free(&b);
 }
 
+Test(json_hex, quoted_lowercase_hex_across_chunks_or_null)
+{
+    unsigned char v[70];
+    for (size_t i = 0; i < sizeof v; i++)
+        v[i] = (unsigned char)(i * 37 + 11);
+    struct hk_buf b = HK_BUF_INIT;
+    hk_buf_put_json_hex(&b, v, sizeof v);
+    cr_assert_eq(b.len, 2 + 2 * sizeof v);
+    cr_assert_eq(b.p[0], '"');
+    cr_assert_eq(b.p[b.len - 1], '"');
+    for (size_t i = 0; i < sizeof v; i++) {
+        char want[3];
+        snprintf(want, sizeof want, "%02x", v[i]);
+        cr_assert(b.p[1 + 2 * i] == want[0] && b.p[2 + 2 * i] == want[1], "byte %zu", i);
+    }
+    b.len = 0;
+    hk_buf_put_json_hex(&b, NULL, 32);
+    hk_buf_put_json_hex(&b, v, 0);
+    assert_buf(&b, "null\"\"");
+    hk_buf_free(&b);
+}
+
 /* ---- timestamps ---- */
 
 static void iso_is(int64_t us, const char *want)

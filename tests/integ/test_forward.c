@@ -758,7 +758,9 @@ Test(forward, claimed_rows_wait_for_their_sink_without_going_back)
     json_decref(l);
     double claimed = metric(&s, "hookd_forward_claimed_total ");
     cr_expect_gt(claimed, 0, "rows went through the claimer");
-    cr_expect_leq(claimed, N - 2, "each row claimed once at most (claimed %.0f)", claimed);
+    /* Once at most each (those the inserts sent at once were never
+     * claimed); going back to the store made it hundreds. */
+    cr_expect_leq(claimed, N, "each row claimed once at most (claimed %.0f)", claimed);
     cr_expect_eq(metric(&s, "hookd_forward_attempts_total{result=\"retry\"} "), 0);
     for (int i = 0; i < N; i++)
         json_decref(wait_state(&s, ids[i], "delivered", 10));

@@ -266,13 +266,16 @@ static void store_failed(struct hk_retention_loop *rl, int status)
 }
 
 /* The next batch's size from what this one took (see BATCH_TARGET_NS). A
- * short batch says nothing about a full one's cost: only full ones grow it. */
+ * short batch (a rule's last, or a size probe that deletes nothing) says
+ * nothing about a full one's cost: only full ones move it. */
 static void adapt(struct hk_retention_loop *rl, bool full, uint64_t took_ns)
 {
     uint32_t max = rl->r->batch, cur = rl->cur_batch;
+    if (!full)
+        return;
     if (took_ns > 2 * BATCH_TARGET_NS)
         cur /= 2;
-    else if (full && took_ns < BATCH_TARGET_NS / 2)
+    else if (took_ns < BATCH_TARGET_NS / 2)
         cur += cur / 4 + 1;
     if (cur < BATCH_MIN)
         cur = BATCH_MIN;

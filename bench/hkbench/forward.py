@@ -544,43 +544,12 @@ def run_point(cfg, t, script, conns, duration, db=None, args=(), env_extra=None,
     except parse.ParseError:
         p = parse.parse_wrk_text(r.stdout)
         p["parsedFrom"] = "text"
-    n = max(p["requests"], 1)
-    p.update({
-        "connections": conns,
-        "path": "mix",
-        "serverCpuS": m["procCpuS"].get("server", 0.0),
-        "serverCpuUsPerRequest": m["procCpuS"].get("server", 0.0) / n * 1e6,
-        "machineBusyPct": m["machineBusyPct"],
-        "foreignCpuPct": m["foreignCpuPct"],
-        "stealPct": m["stealPct"],
-        "serverRssMbBefore": (rss_before or 0) / 1024,
-        "serverRssMbAfter": (rss_after or 0) / 1024,
-        "serverHwmMb": (hwm or 0) / 1024,
-        "serverAliveAfter": alive,
-        "serverExit": code,
-    })
-    if db:
-        p["dbCpuS"] = m["procCpuS"].get("db", 0.0)
-        p["dbCpuUsPerRequest"] = p["dbCpuS"] / n * 1e6
-    for name in (extra_pids() if extra_pids else {}):
-        p[f"{name}CpuS"] = m["procCpuS"].get(name, 0.0)
-        p[f"{name}CpuUsPerRequest"] = p[f"{name}CpuS"] / n * 1e6
-    p.update(q)
-    if m["foreignCpuPct"] > cfg.noise_pct * 2:
-        p["noisy"] = True
-        measure.warn(cfg, f"{t.name} {label} c={conns}: {m['foreignCpuPct']:.0f}% of the machine went to other "
-                          "processes during the run; flagged noisy")
-    if "perBucket" in p:
-        e, late = parse.warmup_windows(p["perBucket"], p["bucketMs"], p["durationS"], cfg.early_s, cfg.late_from_s)
-        p["rpsEarly"], p["rpsLate"] = e, late
-        p["earlyWindowS"] = [0, cfg.early_s]
-        p["lateWindowS"] = [cfg.late_from_s, duration]
+    measure.point_figures(cfg, t.name, label, p, m, conns, "mix", duration, db, extra_pids, q,
+                          (rss_before, rss_after, hwm), alive, code, log)
     if samples is not None:
         p["samples"] = samples
     if after is not None:
         p["afterLoad"] = after
-    if not alive:
-        raise RuntimeError(f"{t.name} died during the load (exit {code}); log {log}")
     return p
 
 

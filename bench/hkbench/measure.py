@@ -152,6 +152,47 @@ def _proc_kb(pid, field):
     return parse.parse_kb_fields(system.read(f"/proc/{pid}/status", "")).get(field)
 
 
+def point_figures(cfg, name, label, p, m, conns, path, duration, db, extra_pids, q, rss, alive, code, log):
+    """A load point's figures, added to wrk's parsed output `p` from the
+    machine measurement `m`: CPU per request (server, database, extra
+    processes), memory, noise flags, warm-up windows. Raises when the
+    server died during the load."""
+    rss_before, rss_after, hwm = rss
+    n = max(p["requests"], 1)
+    p.update({
+        "connections": conns,
+        "path": path,
+        "serverCpuS": m["procCpuS"].get("server", 0.0),
+        "serverCpuUsPerRequest": m["procCpuS"].get("server", 0.0) / n * 1e6,
+        "machineBusyPct": m["machineBusyPct"],
+        "foreignCpuPct": m["foreignCpuPct"],
+        "stealPct": m["stealPct"],
+        "serverRssMbBefore": (rss_before or 0) / 1024,
+        "serverRssMbAfter": (rss_after or 0) / 1024,
+        "serverHwmMb": (hwm or 0) / 1024,
+        "serverAliveAfter": alive,
+        "serverExit": code,
+    })
+    if db:
+        p["dbCpuS"] = m["procCpuS"].get("db", 0.0)
+        p["dbCpuUsPerRequest"] = p["dbCpuS"] / n * 1e6
+    for pname in (extra_pids() if extra_pids else {}):
+        p[f"{pname}CpuS"] = m["procCpuS"].get(pname, 0.0)
+        p[f"{pname}CpuUsPerRequest"] = p[f"{pname}CpuS"] / n * 1e6
+    p.update(q)
+    if m["foreignCpuPct"] > cfg.noise_pct * 2:
+        p["noisy"] = True
+        warn(cfg, f"{name} {label} c={conns}: {m['foreignCpuPct']:.0f}% of the machine went to other "
+                  "processes during the run; flagged noisy")
+    if "perBucket" in p:
+        e, late = parse.warmup_windows(p["perBucket"], p["bucketMs"], p["durationS"], cfg.early_s, cfg.late_from_s)
+        p["rpsEarly"], p["rpsLate"] = e, late
+        p["earlyWindowS"] = [0, cfg.early_s]
+        p["lateWindowS"] = [cfg.late_from_s, duration]
+    if not alive:
+        raise RuntimeError(f"{name} died during the load (exit {code}); log {log}")
+
+
 def load_point(cfg, target, script, path, conns, duration, db=None, args=(), env_extra=None, label="",
                pre_start=None, post_ready=None, extra_pids=None):
     """One wrk run of `duration` s at `conns` connections on a freshly
@@ -206,39 +247,8 @@ def load_point(cfg, target, script, path, conns, duration, db=None, args=(), env
     except parse.ParseError:
         p = parse.parse_wrk_text(r.stdout)
         p["parsedFrom"] = "text"
-    n = max(p["requests"], 1)
-    p.update({
-        "connections": conns,
-        "path": path,
-        "serverCpuS": m["procCpuS"].get("server", 0.0),
-        "serverCpuUsPerRequest": m["procCpuS"].get("server", 0.0) / n * 1e6,
-        "machineBusyPct": m["machineBusyPct"],
-        "foreignCpuPct": m["foreignCpuPct"],
-        "stealPct": m["stealPct"],
-        "serverRssMbBefore": (rss_before or 0) / 1024,
-        "serverRssMbAfter": (rss_after or 0) / 1024,
-        "serverHwmMb": (hwm or 0) / 1024,
-        "serverAliveAfter": alive,
-        "serverExit": code,
-    })
-    if db:
-        p["dbCpuS"] = m["procCpuS"].get("db", 0.0)
-        p["dbCpuUsPerRequest"] = p["dbCpuS"] / n * 1e6
-    for name in (extra_pids() if extra_pids else {}):
-        p[f"{name}CpuS"] = m["procCpuS"].get(name, 0.0)
-        p[f"{name}CpuUsPerRequest"] = p[f"{name}CpuS"] / n * 1e6
-    p.update(q)
-    if m["foreignCpuPct"] > cfg.noise_pct * 2:
-        p["noisy"] = True
-        warn(cfg, f"{target.name} {label} c={conns}: {m['foreignCpuPct']:.0f}% of the machine went to other "
-                  "processes during the run; flagged noisy")
-    if "perBucket" in p:
-        e, l = parse.warmup_windows(p["perBucket"], p["bucketMs"], p["durationS"], cfg.early_s, cfg.late_from_s)
-        p["rpsEarly"], p["rpsLate"] = e, l
-        p["earlyWindowS"] = [0, cfg.early_s]
-        p["lateWindowS"] = [cfg.late_from_s, duration]
-    if not alive:
-        raise RuntimeError(f"{target.name} died during the load (exit {code}); log {log}")
+    point_figures(cfg, target.name, label, p, m, conns, path, duration, db, extra_pids, q,
+                  (rss_before, rss_after, hwm), alive, code, log)
     return p
 
 

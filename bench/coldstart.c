@@ -11,7 +11,9 @@
  *       "started in" (else its first line) as "startedLine", and the time in
  *       it ("started in 0.003874s") as "appStartMs"
  *   -f  right after the first 200, time one POST /api/webhooks and then one
- *       GET /api/webhooks, each on a fresh connection ("firstPostMs", "firstGetMs")
+ *       GET /api/webhooks, each on a fresh connection ("firstPostMs", "firstGetMs");
+ *       after the memory figures, nine more of each, alternating, for their
+ *       medians ("steadyPostMs", "steadyGetMs")
  *   -a TOKEN  right after the first 200 (and -f's requests), make a session
  *       with the API token (POST /api/sessions, "sessionMs") and time two
  *       GET /api/webhooks?limit=20 with it (Authorization: Bearer hks_...),
@@ -39,11 +41,26 @@
 
 extern char **environ;
 
+#define STEADY 9   /* -f: requests after the first ones, for the steady-state medians */
+
 static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of n values (n odd), which it sorts. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return v[n / 2];
 }
 
 static int dial(int port)
@@ -481,6 +498,21 @@ int main(int argc, char **argv)
             printf(",\"firstPostStatus\":%d", post_st);
             json_num(stdout, "firstGetMs", get_ms);
             printf(",\"firstGetStatus\":%d", get_st);
+        }
+        if (first_req) {
+            /* After the memory figures: the same POST and GET again, STEADY
+             * times each on fresh connections as the first ones, for what
+             * the first request costs beyond a steady-state one. */
+            double sp[STEADY], sg[STEADY];
+            int st1 = -1, st2 = -1;
+            for (int k = 0; k < STEADY; k++) {
+                sp[k] = request(port, "POST", "/api/webhooks",
+                                "{\"source\":\"coldstart\",\"eventType\":\"probe\",\"payload\":\"{\\\"n\\\":1}\"}",
+                                &st1);
+                sg[k] = request(port, "GET", "/api/webhooks", NULL, &st2);
+            }
+            json_num(stdout, "steadyPostMs", median(sp, STEADY));
+            json_num(stdout, "steadyGetMs", median(sg, STEADY));
         }
         if (api_token) {
             json_num(stdout, "sessionMs", sess_ms);

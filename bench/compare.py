@@ -10,6 +10,7 @@ import atexit
 import datetime
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +43,9 @@ def args_parser():
     a.add_argument("--no-pgbench", action="store_true", help="leave out the pgbench ceiling")
     a.add_argument("--no-sweep", action="store_true", help="leave out the threads x pool sweep")
     a.add_argument("--target", action="append", default=[], help="a JSON target file (repeatable)")
+    a.add_argument("--peer", action="append", default=[],
+                   help="another implementation's source directory, built with its 'build' script and measured "
+                        "on PostgreSQL (repeatable; see hkbench/targets.py peer)")
     a.add_argument("--duration", type=int, help="seconds per load point (default 60, quick 6)")
     a.add_argument("--connections", help="load mix connection counts (default 100,500)")
     a.add_argument("--profiles", default="paged,reference", help="list profiles: paged (default limit), reference (?all=true)")
@@ -328,6 +332,12 @@ def main(argv=None):
                 tlist.append(targets.hookd(v, s, info["path"], info))
         if not a.smoke:
             tlist += targets.custom_targets(os.path.join(BENCH, "targets.d"), a.target)
+            for src in a.peer:
+                try:
+                    tlist.append(targets.peer(src, os.path.join(a.build_root, "peers",
+                                                                os.path.basename(os.path.normpath(src)))))
+                except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+                    skipped.append({"target": os.path.basename(os.path.normpath(src)), "reason": str(e)[:300]})
 
         for t in tlist:
             if t.store == "postgres" and db is None:

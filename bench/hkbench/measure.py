@@ -135,6 +135,10 @@ def cold_start(cfg, target, db=None, drop_caches=True):
         out["firstGetStatus"] = cold.get("firstGetStatus")
         out["firstPostMedianMs"] = _median([r.get("firstPostMs") for r in runs])
         out["firstGetMedianMs"] = _median([r.get("firstGetMs") for r in runs])
+        # The same requests in steady state (nine more after the first, per
+        # run): what the first one costs beyond them.
+        out["steadyPostMs"] = _median([r.get("steadyPostMs") for r in runs])
+        out["steadyGetMs"] = _median([r.get("steadyGetMs") for r in runs])
     mem = {
         "rssMb": _median([r["rssKb"] for r in runs]) / 1024,
         "pssMb": _median([r["pssKb"] for r in runs]) / 1024,

@@ -19,6 +19,7 @@ import glob
 import json
 import os
 import shutil
+import subprocess
 
 
 class Target:
@@ -149,6 +150,25 @@ def load_custom(path):
     return Target(d["name"], "custom", d["command"], port_env=d.get("portEnv"), env=d.get("env"),
                   health=d.get("healthPath", "/q/health/ready"), live=d.get("livePath", "/q/health/live"),
                   api=bool(d.get("api", True)), store=d.get("store"), cwd=d.get("cwd"))
+
+
+def peer(srcdir, outdir, timeout=600):
+    """Another implementation of hookd's API, built from its source
+    directory: `SRCDIR/build OUTDIR` builds it and prints the binary's path;
+    the binary serves on $PORT with PostgreSQL at $DATABASE_URL, with the
+    same health paths (a Go net/http peer is the yardstick the start-up
+    figures are compared with). Raises RuntimeError when it cannot be built."""
+    name = os.path.basename(os.path.normpath(srcdir))
+    build = os.path.join(srcdir, "build")
+    if not os.access(build, os.X_OK):
+        raise RuntimeError(f"{srcdir}: no executable 'build' script")
+    os.makedirs(outdir, exist_ok=True)
+    r = subprocess.run([build, outdir], capture_output=True, text=True, timeout=timeout)
+    path = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    if r.returncode != 0 or not os.access(path, os.X_OK):
+        raise RuntimeError(f"{srcdir}/build failed: {(r.stderr or r.stdout).strip()[-300:]}")
+    return Target(name, "custom", [path], env={"PORT": "{port}", "DATABASE_URL": "{database_url}"},
+                  api=True, store="postgres")
 
 
 def custom_targets(dirpath, extra_files=()):

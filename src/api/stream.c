@@ -30,6 +30,7 @@
 #define TICK_MS 1000               /* a read at least this often while clients exist */
 #define GAP_MS 100                 /* docs/forwarding.md: a missing id is final after this */
 #define ANNOUNCE_MS 50             /* NOTIFYs to other replicas, at most one per this */
+#define ANNOUNCE_AFTER_MS 10       /* and this long after the commit that calls for one */
 /* PostgreSQL: how far below the newest id a hub that starts reads, so that
  * an id handed out before the start and committed after it is not
  * skipped (ids are taken in time order; inserts are single statements). */
@@ -945,7 +946,10 @@ static void on_announce(uv_timer_t *t)
 }
 
 /* Rows were committed here: tell the other replicas, at most once per
- * ANNOUNCE_MS, whether or not anyone here listens. */
+ * ANNOUNCE_MS, whether or not anyone here listens. Not at once but
+ * ANNOUNCE_AFTER_MS later: the rows of a burst go in one NOTIFY, and the
+ * requests right behind a write (a read of what was written, often) do
+ * not queue behind the NOTIFY's transaction on the store connection. */
 static void hub_committed(struct hk_stream_hub *h)
 {
     if (!h->api->store->vt->announce)
@@ -953,11 +957,11 @@ static void hub_committed(struct hk_stream_hub *h)
     h->announce_due = true;
     if (uv_is_active((uv_handle_t *)&h->ann_timer))
         return;
-    uint64_t now = uv_now(&h->L0->w->loop);
-    if (!h->last_announce || now - h->last_announce >= ANNOUNCE_MS)
-        announce_now(h);
-    else
-        uv_timer_start(&h->ann_timer, on_announce, h->last_announce + ANNOUNCE_MS - now, 0);
+    uint64_t now = uv_now(&h->L0->w->loop), wait = ANNOUNCE_AFTER_MS;
+    if (h->last_announce && now - h->last_announce < ANNOUNCE_MS &&
+        h->last_announce + ANNOUNCE_MS - now > wait)
+        wait = h->last_announce + ANNOUNCE_MS - now;
+    uv_timer_start(&h->ann_timer, on_announce, wait, 0);
 }
 
 static void on_hub_wake(uv_async_t *a)

@@ -885,22 +885,29 @@ int hk_server_start(struct hk_server **out, const struct hk_config *cfg, const s
     }
     *bound_port = port;
     /* Loop 0 runs on the caller's thread (hk_server_run): one thread fewer
-     * to start, and with one loop, none. */
+     * to start, and with one loop, none. The other loops set up on their
+     * threads meanwhile (each waits for its store connection): side by
+     * side, not one after the other. */
     launched = 1;
-    if (worker_setup(&srv->workers[0]) < 0) {
+    int started = 1;
+    for (int i = 1; i < srv->nworkers; i++) {
+        if (uv_thread_create(&srv->workers[i].thread, worker_main, &srv->workers[i]) < 0) {
+            snprintf(err, errlen, "cannot start worker thread %d", i);
+            break;
+        }
+        started++;
+    }
+    int rc0 = worker_setup(&srv->workers[0]);
+    for (int i = 1; i < started; i++)
+        uv_sem_wait(&srv->ready);
+    launched = started;
+    if (rc0 < 0) {
         snprintf(err, errlen, "a worker failed to start (see the log above)");
         srv->workers[0].listen_fd = -1;
         goto fail;
     }
-    for (int i = 1; i < srv->nworkers; i++) {
-        if (uv_thread_create(&srv->workers[i].thread, worker_main, &srv->workers[i]) < 0) {
-            snprintf(err, errlen, "cannot start worker thread %d", i);
-            goto fail;
-        }
-        launched++;
-    }
-    for (int i = 1; i < launched; i++)
-        uv_sem_wait(&srv->ready);
+    if (started < srv->nworkers)
+        goto fail;
     if (srv->failed) {
         snprintf(err, errlen, "a worker failed to start (see the log above)");
         goto fail;

@@ -23,6 +23,11 @@
 
 #define PG_PING_MS 2000            /* an idle connection is pinged this often */
 #define PG_BACKOFF_MIN_MS 100
+/* The pool beyond a loop's first connection opens when ops wait for a
+ * connection, when one goes down, or this long after the loop attached:
+ * not at once, where backends starting would compete with the first
+ * requests after a start for the same cores. */
+#define PG_STANDBY_MS 250
 #define PG_BACKOFF_MAX_MS 5000
 /* Times an op goes back to the queue because another op failed its group;
  * after that it fails (HK_EUNAVAIL). From its third send on an op goes out
@@ -411,6 +416,22 @@ static void ring_pop(struct pg_conn *c)
     c->n--;
 }
 
+static void conn_start(struct pg_conn *c);
+
+/* Open one connection of the pool that has not been started yet, if any
+ * is left (PG_STANDBY_MS). */
+static void wake_standby(struct pg_loop *pl)
+{
+    for (unsigned i = 0; i < pl->nconns; i++) {
+        struct pg_conn *c = &pl->conns[i];
+        if (c->standby) {
+            uv_timer_stop(&c->retry);
+            conn_start(c);
+            return;
+        }
+    }
+}
+
 /* Close the connection (its ops taken off it already), count it out of
  * the ready ones, and schedule a reconnect with backoff. */
 static void conn_down(struct pg_conn *c)
@@ -421,10 +442,13 @@ static void conn_down(struct pg_conn *c)
     if (c->pc)
         hk_pq.PQfinish(c->pc);
     c->pc = NULL;
+    c->prepared = 0;
     c->state = C_DOWN;
     c->failed_once = true;
-    if (!pl->detached)
+    if (!pl->detached) {
         uv_timer_start(&c->retry, on_retry, c->backoff_ms, 0);
+        wake_standby(pl);
+    }
     c->backoff_ms = c->backoff_ms * 2 > PG_BACKOFF_MAX_MS ? PG_BACKOFF_MAX_MS : c->backoff_ms * 2;
     if (was_ready) {
         assert(pl->nready > 0);
@@ -538,7 +562,7 @@ static void conn_staged(struct pg_conn *c, int n)
 
 static void conn_setup(struct pg_conn *c)
 {
-    int n = hk__pg_send_setup(c->pc, c->pl->st->timeout_ms, false);
+    int n = hk__pg_send_setup(c->pc, c->pl->st->timeout_ms, false, &c->prepared);
     if (n < 0)
         conn_fail(c, HK_EUNAVAIL, hk_pq.PQerrorMessage(c->pc));
     else
@@ -569,7 +593,9 @@ static void conn_start(struct pg_conn *c)
 {
     struct pg_loop *pl = c->pl;
     assert(c->state == C_DOWN && !c->pc);
+    c->standby = false;
     c->pc = hk__pg_start_connect(pl->st->url);
+    c->prepared = 0;
     c->state = C_CONNECTING;
     c->connect_deadline = uv_now(pl->loop) + PG_CONNECT_MS;
     tick_fast(pl);
@@ -595,9 +621,18 @@ static void conn_adopt(struct pg_conn *c, const struct pre_conn *p)
     struct pg_loop *pl = c->pl;
     assert(c->state == C_DOWN && !c->pc);
     c->pc = p->pc;
+    c->prepared = p->prepared;
     c->connect_deadline = uv_now(pl->loop) + PG_CONNECT_MS;
     tick_fast(pl);
     switch (p->state) {
+    case P_READY:
+        /* Given back by a loop that detached: idle, nothing in flight. */
+        c->last_io = uv_now(pl->loop);
+        if (watch(c, UV_READABLE, true) < 0)
+            conn_fail(c, HK_EUNAVAIL, "cannot watch the connection's socket");
+        else
+            conn_ready(c);
+        break;
     case P_STAGED:
         conn_staged(c, p->nsetup);
         /* libpq may hold answers already: no poll event would announce them. */
@@ -842,6 +877,22 @@ static int drain(struct pg_conn *c)
             }
             hk_pq.PQclear(res);
             break;
+        case E_PREP:
+            /* Failed, or skipped because the group failed before it: not
+             * prepared, so the next use sends the Parse again. What uses
+             * it in this group is aborted and goes out again after the
+             * Sync. */
+            if (s != PGRES_COMMAND_OK) {
+                hk__pg_unprepare(&c->prepared, e->stmt);
+                if (s != PGRES_PIPELINE_ABORTED) {
+                    const char *sqlstate = hk_pq.PQresultErrorField(res, PG_DIAG_SQLSTATE);
+                    hk__pg_log(HK_LOG_WARN, "postgresql statement failed", pl->st,
+                               hk_pq.PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), sqlstate);
+                }
+                c->group_failed = true;
+            }
+            hk_pq.PQclear(res);
+            break;
         default:   /* E_PING, E_NOTIFY: an answer is all they wanted */
             hk_pq.PQclear(res);
             break;
@@ -885,16 +936,38 @@ static void on_poll(uv_poll_t *h, int status, int events)
 
 /* ---- sending ------------------------------------------------------------ */
 
+/* A statement's Parse went out ahead of it (r == 1): its result comes
+ * first. */
+static void push_prep(struct pg_conn *c, int r, int stmt, uint64_t deadline)
+{
+    if (r == 1)
+        ring_push(c, E_PREP, deadline, NULL)->stmt = (int8_t)stmt;
+}
+
 static int send_op(struct pg_conn *c, struct hk_store_op *op)
 {
     uint64_t dl = op->be.pg.deadline;
-    ring_push(c, E_OP, dl, op);
+    int stmt;
     if (dl > c->group_deadline)
         c->group_deadline = dl;
     c->dirty = true;
-    if (hk__pg_send_op(c->pc, op) < 0)
+    bool feed = is_feed_read(op);
+    int r = 0;
+    /* A feed's snapshot statement is prepared ahead of the read, whose
+     * entry must be right before the snapshot's (op_result). */
+    if (feed) {
+        r = hk__pg_prepare_horizon(c->pc, &c->prepared, &stmt);
+        push_prep(c, r, stmt, dl);
+    }
+    if (r >= 0) {
+        r = hk__pg_send_op(c->pc, op, &c->prepared, &stmt);
+        push_prep(c, r, stmt, dl);
+    }
+    /* In the ring even when sending failed: conn_fail answers it. */
+    ring_push(c, E_OP, dl, op);
+    if (r < 0)
         return -1;
-    if (!is_feed_read(op))
+    if (!feed)
         return 0;
     /* The snapshot right behind the read, in the same group: the op moves
      * to this entry when its rows have come (op_result). */
@@ -924,7 +997,7 @@ static struct pg_conn *pick(struct pg_loop *pl)
     struct pg_conn *best = NULL;
     for (unsigned i = 0; i < pl->nconns; i++) {
         struct pg_conn *c = &pl->conns[i];
-        if (c->state != C_READY || c->nops >= PG_PIPELINE_MAX || c->n + 4 > PG_RING)
+        if (c->state != C_READY || c->nops >= PG_PIPELINE_MAX || c->n + 5 > PG_RING)
             continue;
         if (c->nsyncs > 0 && !c->dirty)
             continue;
@@ -968,7 +1041,7 @@ static void send_announce(struct pg_loop *pl)
     }
     for (unsigned i = 0; i < pl->nconns; i++) {
         struct pg_conn *c = &pl->conns[i];
-        if (c->state != C_READY || c->dirty || c->n + 2 > PG_RING)
+        if (c->state != C_READY || c->dirty || c->n + 3 > PG_RING)
             continue;
         if (!best || (c->nsyncs == 0 && best->nsyncs > 0) ||
             ((c->nsyncs == 0) == (best->nsyncs == 0) && c->nops < best->nops))
@@ -978,8 +1051,10 @@ static void send_announce(struct pg_loop *pl)
         return;   /* every ring full: stays due, next iteration */
     pl->announce = false;
     uint64_t now = uv_now(pl->loop), dl = now + pl->st->timeout_ms;
-    int ok = hk__pg_send_notify(best->pc, pl->st->token) == 0;
+    int stmt, r = hk__pg_send_notify(best->pc, pl->st->token, &best->prepared, &stmt);
+    int ok = r >= 0;
     if (ok) {
+        push_prep(best, r, stmt, dl);
         ring_push(best, E_NOTIFY, dl, NULL);
         ok = hk_pq.PQpipelineSync(best->pc);
     }
@@ -1026,6 +1101,9 @@ static void flush_queue(struct pg_loop *pl)
     }
     if (pl->announce)
         send_announce(pl);
+    /* Ops wait with every connection busy: the next one of the pool. */
+    if (pl->wait_head)
+        wake_standby(pl);
     if (pl->armed && (!pl->wait_head || !pick(pl)) && !pl->announce) {
         /* Re-armed when a connection frees room or becomes ready. */
         uv_prepare_stop(&pl->prep);
@@ -1075,8 +1153,10 @@ static void tick_fast(struct pg_loop *pl)
 static void send_ping(struct pg_conn *c, uint64_t now)
 {
     uint64_t dl = now + c->pl->st->timeout_ms;
-    int ok = hk__pg_send_ping(c->pc) == 0;
+    int stmt, r = hk__pg_send_ping(c->pc, &c->prepared, &stmt);
+    int ok = r >= 0;
     if (ok) {
+        push_prep(c, r, stmt, dl);
         ring_push(c, E_PING, dl, NULL);
         ok = hk_pq.PQpipelineSync(c->pc);
     }
@@ -1548,6 +1628,18 @@ static void pg_loop_detach(struct hk_store_loop *base)
         atomic_fetch_sub(&st->ndown, 1);
     pl->counted_down = false;
     pl->detached = true;
+    /* Idle, set-up connections go to the next loop to attach (one started
+     * by a start-up task, such as the first-start token check, is then
+     * not connected and set up a second time); the store closes what no
+     * loop takes. */
+    for (unsigned i = 0; i < pl->nconns; i++) {
+        struct pg_conn *c = &pl->conns[i];
+        if (c->state != C_READY || c->n > 0 || c->nheld > 0 || c->dirty)
+            continue;
+        poll_drop(c);
+        if (hk__pg_give_pre(st, c->pc, c->prepared))
+            c->pc = NULL;
+    }
     loop_teardown(pl);
     atomic_fetch_sub(&st->nloops, 1);
 }
@@ -1609,8 +1701,11 @@ static void start_pool(struct pg_loop *pl)
         }
         uv_run(pl->loop, UV_RUN_ONCE);
     }
-    for (; started < pl->nconns; started++)
-        conn_start(&pl->conns[started]);
+    for (; started < pl->nconns; started++) {
+        struct pg_conn *c = &pl->conns[started];
+        c->standby = true;
+        uv_timer_start(&c->retry, on_retry, PG_STANDBY_MS, 0);
+    }
 }
 
 /* No connection of the pool came up: say why, close it all, free pl. */

@@ -26,7 +26,9 @@
 #include "store/pq_api.h"
 
 #define PG_PIPELINE_MAX 64         /* ops in flight on one connection */
-#define PG_RING (2 * PG_PIPELINE_MAX + 24)
+/* Ops and their feed snapshots, the groups' Syncs, and the Parses of
+ * statements on their first use (at most one per statement in flight). */
+#define PG_RING (2 * PG_PIPELINE_MAX + 24 + 64)
 #define PG_CONNECT_MS 10000        /* one connection attempt, setup included */
 #define PG_CLAIM_MAX 1000          /* rows per CLAIM, at most (store.h) */
 /* Source names in one text[] parameter (CLAIM's FIFO sources, PURGE's
@@ -37,14 +39,17 @@
 /* ---- the store and its start-up connections (pg_open.c) ---------------- */
 
 /* A connection hk_pg_open started, waiting for a loop to adopt it; ordered
- * from least to most advanced. */
-enum pre_state { P_DEAD, P_CONNECTING, P_OK, P_CHECK, P_STAGED };
+ * from least to most advanced. P_READY: set up and idle, given back by a
+ * loop that detached (a start-up task's, such as the first-start token
+ * check), so that the next loop does not connect and prepare again. */
+enum pre_state { P_DEAD, P_CONNECTING, P_OK, P_CHECK, P_STAGED, P_READY };
 
 struct pre_conn {
     PGconn *pc;
     enum pre_state state;
     PostgresPollingStatusType poll;  /* P_CONNECTING: what PQconnectPoll asked for last */
     int nsetup;                      /* P_CHECK, P_STAGED: setup statements after the check */
+    uint64_t prepared;               /* P_STAGED, P_READY: its prepared statements */
 };
 
 struct pg_store {
@@ -74,11 +79,14 @@ struct pg_loop;
 enum conn_state { C_DOWN, C_CONNECTING, C_SETUP, C_READY };
 /* What the connection waits for, in send order. A feed's read (a LIST
  * with `ascending`) is two: its rows (E_OP), then the snapshot after them
- * (E_HORIZON), which holds the op and the rows once they came. */
-enum ent_kind { E_OP, E_SYNC, E_SETUP, E_PING, E_HORIZON, E_NOTIFY };
+ * (E_HORIZON), which holds the op and the rows once they came. A
+ * statement's first use on the connection is preceded by its Parse
+ * (E_PREP). */
+enum ent_kind { E_OP, E_SYNC, E_SETUP, E_PING, E_HORIZON, E_NOTIFY, E_PREP };
 
 struct ent {
     uint8_t kind;
+    int8_t stmt;                   /* E_PREP: the statement it prepares */
     bool got;                      /* its result came; the NULL that ends it has not */
     uint64_t deadline;             /* loop time (ms) */
     struct hk_store_op *op;        /* E_OP until the op is completed, held or handed to its E_HORIZON */
@@ -109,6 +117,8 @@ struct pg_conn {
     enum conn_state state;
     struct ent ring[PG_RING];
     unsigned head, n;              /* ring occupancy */
+    uint64_t prepared;             /* statements prepared, or their Parse sent (pg_sql.c) */
+    bool standby;                  /* not started yet: opened when ops wait for a connection */
     unsigned nops;                 /* E_OP entries in the ring */
     unsigned nsyncs;               /* E_SYNC entries in the ring: groups in flight */
     /* Writes whose result came, waiting for their group's Sync (the commit),
@@ -181,20 +191,34 @@ extern const int hk__pg_schema_version;
 #define PG_SCHEMA_CHECK "SELECT coalesce(max(version), 0) FROM schema_version"
 
 /* Pipeline mode, then (with `check`, PG_SCHEMA_CHECK and a Flush first)
- * every statement prepared and the session set up, all in one group closed
- * by one Sync. Returns how many setup statements follow the check, or -1. */
-int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check);
+ * the session set up and the hot statements prepared, all in one group
+ * closed by one Sync; *prepared gets the set of those statements. Returns
+ * how many setup statements follow the check, or -1. */
+int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check, uint64_t *prepared);
 
-/* Send `op`'s statement with its parameters (binary). 0, or -1 (libpq's
- * error on the connection). */
-int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op);
+/* The senders below run a statement prepared on the connection, preparing
+ * it first in the same pipeline when `*prepared` (the connection's set of
+ * statements, bit = statement) lacks it. Each returns -1 on libpq's error,
+ * else the number of Parses sent ahead of the statement (0 or 1): when 1,
+ * *prep names the statement, and the caller expects one more result (the
+ * Parse's) before the statement's, and calls hk__pg_unprepare if that
+ * result is not a success. */
 
-/* Send the ping statement. 0 or -1. */
-int hk__pg_send_ping(PGconn *pc);
-/* Send the feed's snapshot statement (after an ascending LIST's). 0 or -1. */
+/* Send `op`'s statement with its parameters (binary). */
+int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op, uint64_t *prepared, int *prep);
+/* Send the ping statement. */
+int hk__pg_send_ping(PGconn *pc, uint64_t *prepared, int *prep);
+/* Prepare the feed's snapshot statement unless the connection has it:
+ * sent ahead of the read it follows, so that nothing comes between the
+ * two results. Returns as the senders do. */
+int hk__pg_prepare_horizon(PGconn *pc, uint64_t *prepared, int *prep);
+/* Send the feed's snapshot statement (after an ascending LIST's), which
+ * hk__pg_prepare_horizon prepared. 0 or -1. */
 int hk__pg_send_horizon(PGconn *pc);
-/* Send the NOTIFY of this schema's channel, `token` its payload. 0 or -1. */
-int hk__pg_send_notify(PGconn *pc, const char *token);
+/* Send the NOTIFY of this schema's channel, `token` its payload. */
+int hk__pg_send_notify(PGconn *pc, const char *token, uint64_t *prepared, int *prep);
+/* The Parse of statement `id` failed or was skipped: not prepared. */
+void hk__pg_unprepare(uint64_t *prepared, int id);
 /* Send LISTEN on this schema's channel (not in pipeline mode). 0 or -1. */
 int hk__pg_send_listen(PGconn *pc);
 
@@ -255,6 +279,9 @@ PGconn *hk__pg_start_connect(const char *url);
 /* The most advanced connection hk_pg_open started, if one is left: moved
  * into *out (the caller owns its PGconn). Thread-safe. */
 bool hk__pg_take_pre(struct pg_store *st, struct pre_conn *out);
+/* Keep an idle, set-up connection for the next loop to adopt (P_READY).
+ * False when there is no room: the caller closes it. */
+bool hk__pg_give_pre(struct pg_store *st, PGconn *pc, uint64_t prepared);
 
 /* Free the store and any start-up connection no loop took. */
 void hk__pg_store_free(struct pg_store *st);

@@ -62,6 +62,20 @@ bool hk__pg_take_pre(struct pg_store *st, struct pre_conn *out)
     return k >= 0;
 }
 
+bool hk__pg_give_pre(struct pg_store *st, PGconn *pc, uint64_t prepared)
+{
+    bool kept = false;
+    pthread_mutex_lock(&st->pre_lock);
+    for (unsigned i = 0; i < st->npre && !kept; i++) {
+        if (st->pre[i].state != P_DEAD)
+            continue;
+        st->pre[i] = (struct pre_conn){.pc = pc, .state = P_READY, .prepared = prepared};
+        kept = true;
+    }
+    pthread_mutex_unlock(&st->pre_lock);
+    return kept;
+}
+
 void hk__pg_store_free(struct pg_store *st)
 {
     for (unsigned i = 0; i < st->npre; i++)
@@ -266,7 +280,7 @@ static int pre_send_check(struct pg_store *st, char *why, size_t whylen)
         struct pre_conn *p = &st->pre[i];
         if (p->state != P_OK)
             continue;
-        int k = hk__pg_send_setup(p->pc, st->timeout_ms, true);
+        int k = hk__pg_send_setup(p->pc, st->timeout_ms, true, &p->prepared);
         if (k < 0) {
             pre_fail(st, p, why, whylen);
             continue;

@@ -670,9 +670,9 @@ Test(pg_pipeline, stream_batch_in_a_failed_group_goes_again)
     cr_assert_eq(l.nids, 4);
     cr_assert_eq(l.ids[2], id[2]);
     cr_assert_eq(l.ids[3], id[1]);
-    cr_assert_eq(fpq_send_at("list0", NULL, 1)->group, fpq_send_at("ins", "F", 0)->group);
-    cr_assert_eq(fpq_send_at("list0", NULL, 1)->outcome, FPQ_ABORTED);
-    cr_assert_eq(fpq_param_i64(fpq_send_at("list0", NULL, 2), 2), id[3], "the keyset bound");
+    cr_assert_eq(fpq_send_at("list0", NULL, 2)->group, fpq_send_at("ins", "F", 0)->group);
+    cr_assert_eq(fpq_send_at("list0", NULL, 2)->outcome, FPQ_ABORTED);
+    cr_assert_eq(fpq_param_i64(fpq_send_at("list0", NULL, 3), 2), id[3], "the keyset bound");
 
     hk_store_list_next(c.sl, &l.op);
     RUN_UNTIL(&c, l.dones == 3, 1000);
@@ -682,7 +682,7 @@ Test(pg_pipeline, stream_batch_in_a_failed_group_goes_again)
     cr_assert(!l.op.more);
     cr_assert_eq(l.nids, 5);
     cr_assert_eq(l.ids[4], id[0]);
-    cr_assert_eq(fpq_sends("list0", NULL), 4);
+    cr_assert_eq(fpq_sends("list0", NULL), 5);
     ctx_close(&c);
 }
 
@@ -1516,7 +1516,7 @@ Test(pg_pipeline, list_time_bounds_are_parameters_6_and_7)
     cr_assert_eq(r.nids, 2, "3000 and 4000: both bounds exclusive");
     cr_assert_eq(r.ids[0], id[3]);
     cr_assert_eq(r.ids[1], id[2]);
-    const struct fpq_stmt *s = fpq_send_at("list0", NULL, 0);
+    const struct fpq_stmt *s = fpq_send_at("list0", NULL, 1);
     cr_assert_not_null(s);
     cr_assert_eq(s->nparams, 9);
     cr_assert_eq(s->len[5], 8);
@@ -1547,7 +1547,7 @@ Test(pg_pipeline, list_time_bounds_are_parameters_6_and_7)
     RUN_UNTIL(&c, r.dones, 1000);
     assert_once(&r, "list", 0);
     cr_assert_eq(r.nids, 5);
-    s = fpq_send_at("list0", NULL, 1);
+    s = fpq_send_at("list0", NULL, 2);
     cr_assert_not_null(s);
     cr_assert_eq(fpq_param_i64(s, 5), HK_STORE_LIST_TIME_MIN - FPQ_PG_EPOCH_US);
     cr_assert_eq(fpq_param_i64(s, 6), HK_STORE_TIME_MAX - FPQ_PG_EPOCH_US);

@@ -1631,3 +1631,134 @@ Test(pg_pipeline, source_stats_is_a_read_that_goes_again)
     cr_assert_eq(fpq_send_at("stats", NULL, 2)->outcome, FPQ_ANSWERED);
     ctx_close(&c);
 }
+
+/* ---- statements prepared on first use ------------------------------------------- */
+
+/* The Parses of `name` sent so far (on any connection). */
+static unsigned prepares(const char *name)
+{
+    unsigned n = 0;
+    for (size_t i = 0; i < fpq_nstmts(); i++) {
+        const struct fpq_stmt *s = fpq_stmt_at(i);
+        n += s->msg == FPQ_PREPARE && strcmp(s->name, name) == 0;
+    }
+    return n;
+}
+
+/* The index of the n-th Parse of `name`. */
+static size_t prepare_at(const char *name, unsigned n)
+{
+    for (size_t i = 0; i < fpq_nstmts(); i++) {
+        const struct fpq_stmt *s = fpq_stmt_at(i);
+        if (s->msg == FPQ_PREPARE && strcmp(s->name, name) == 0 && n-- == 0)
+            return i;
+    }
+    cr_assert_fail("%s was not prepared that often", name);
+    return 0;
+}
+
+/* The setup prepares the statements of the first requests only; another
+ * one is prepared the first time the connection runs it, right before it
+ * in the same group, and once. */
+Test(pg_pipeline, statements_are_prepared_on_first_use_once_per_connection)
+{
+    struct ctx c;
+    int64_t id[2] = {fpq_seed("a", "e", "{}", 1, NULL), fpq_seed("b", "e", "{}", 2, NULL)};
+    ctx_open(&c, 1, 2000);
+    cr_assert_eq(prepares("ins"), 1, "a hot statement: in the setup");
+    cr_assert_eq(prepares("get"), 1);
+    cr_assert_eq(prepares("del"), 0, "not used yet, not prepared");
+    cr_assert_eq(prepares("ping"), 0);
+
+    struct rec d;
+    rec_init(&c, &d, HK_OP_DELETE);
+    d.op.id = id[0];
+    submit(&d);
+    RUN_UNTIL(&c, d.dones, 1000);
+    assert_once(&d, "first delete", 0);
+    cr_assert_eq(prepares("del"), 1);
+    size_t p = prepare_at("del", 0);
+    const struct fpq_stmt *e = fpq_send_at("del", NULL, 0);
+    cr_assert_eq((size_t)(e - fpq_stmt_at(0)), p + 1, "the Parse right before the first execution");
+    cr_assert_eq(fpq_stmt_at(p)->group, e->group, "in the same group: no round trip of its own");
+    cr_assert_eq(fpq_stmt_at(p)->conn, e->conn);
+
+    rec_init(&c, &d, HK_OP_DELETE);
+    d.op.id = id[1];
+    submit(&d);
+    RUN_UNTIL(&c, d.dones, 1000);
+    assert_once(&d, "second delete", 0);
+    cr_assert_eq(fpq_sends("del", NULL), 2);
+    cr_assert_eq(prepares("del"), 1, "prepared once per connection");
+    ctx_close(&c);
+}
+
+/* A Parse that a failed group skipped is not prepared: the op that needed
+ * it goes again, with its Parse, and succeeds. */
+Test(pg_pipeline, a_parse_skipped_by_a_failed_group_is_sent_again)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "BAD",
+                            .reply = FAIL("23514")}}};
+    int64_t id = fpq_seed("a", "e", "{}", 1, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+
+    struct rec bad, d;
+    ins(&c, &bad, "BAD");
+    rec_init(&c, &d, HK_OP_DELETE);
+    d.op.id = id;
+    submit(&bad);
+    submit(&d);   /* the same group, behind the failing insert */
+    RUN_UNTIL(&c, bad.dones && d.dones, 2000);
+    cr_assert_neq(bad.status, 0);
+    assert_once(&d, "delete", 0);
+    cr_assert_eq(fpq_stmt_at(prepare_at("del", 0))->outcome, FPQ_ABORTED);
+    cr_assert_eq(prepares("del"), 2, "the skipped Parse went again");
+    cr_assert_eq(fpq_send_at("del", NULL, 1)->outcome, FPQ_ANSWERED);
+    cr_assert_eq(fpq_rows("a"), 0, "the delete ran");
+    ctx_close(&c);
+}
+
+/* A loop that detaches leaves its idle connection to the next one to
+ * attach (hookd's first-start token check runs on a loop of its own
+ * before the server's): no second connect, no second setup. */
+Test(pg_pipeline, a_detached_loops_connection_goes_to_the_next_loop)
+{
+    struct ctx c;
+    ctx_open(&c, 1, 2000);
+    struct rec g;
+    get(&c, &g, 1);
+    submit(&g);
+    RUN_UNTIL(&c, g.dones, 1000);
+    c.s->vt->loop_detach(c.sl);
+    for (int i = 0; i < 5; i++)
+        uv_run(&c.loop, UV_RUN_NOWAIT);   /* the detach's handles close */
+    cr_assert_eq(fpq_open_conns(), 1, "kept for the next loop");
+
+    uv_loop_t loop2;
+    struct hk_store_loop *sl2;
+    cr_assert_eq(uv_loop_init(&loop2), 0);
+    cr_assert_eq(c.s->vt->loop_attach(c.s, &loop2, &sl2), 0);
+    cr_assert_eq(hk_store_health(sl2), 0, "ready at once");
+    cr_assert_eq(fpq_nconnects(), 1, "the same connection");
+    c.sl = sl2;
+    get(&c, &g, 1);
+    g.op.id = fpq_seed("x", "e", "{}", 5, NULL);
+    submit(&g);
+    uint64_t until = uv_now(&loop2) + 1000;
+    while (!g.dones && uv_now(&loop2) < until)
+        uv_run(&loop2, UV_RUN_ONCE);
+    assert_once(&g, "get on the second loop", 0);
+    cr_assert_eq(g.rows, 1);
+    cr_assert_eq(prepares("get"), 1, "not prepared again");
+    c.s->vt->loop_detach(sl2);
+    cr_assert_eq(uv_run(&loop2, UV_RUN_DEFAULT), 0);
+    cr_assert_eq(uv_loop_close(&loop2), 0);
+    uv_close((uv_handle_t *)&c.guard, NULL);
+    cr_assert_eq(uv_run(&c.loop, UV_RUN_DEFAULT), 0);
+    cr_assert_eq(uv_loop_close(&c.loop), 0);
+    c.s->vt->close(c.s);
+    cr_assert_eq(fpq_cleanup(), 0, "connections the store never closed");
+    assert_no_leaks();
+}

@@ -15,8 +15,11 @@ static struct {
     pthread_mutex_t mu;
     uint64_t next;             /* the number the next record gets, from 1 */
     uint64_t cleared;          /* records numbered up to this are forgotten */
-    struct hk_refusal e[HK_REFUSALS_MAX];
 } ring = {.mu = PTHREAD_MUTEX_INITIALIZER, .next = 1};
+/* The records, under ring.mu. Apart from `ring`, whose initialiser would
+ * put all of them (some 770 KB) into the binary's data instead of its
+ * zero-filled bss. */
+static struct hk_refusal records[HK_REFUSALS_MAX];
 
 void hk_refusal_set(char *dst, size_t cap, const char *src, size_t n)
 {
@@ -48,7 +51,7 @@ uint64_t hk_refusals_push(const struct hk_refusal *e)
 {
     pthread_mutex_lock(&ring.mu);
     uint64_t seq = ring.next++;
-    struct hk_refusal *d = &ring.e[seq % HK_REFUSALS_MAX];
+    struct hk_refusal *d = &records[seq % HK_REFUSALS_MAX];
     *d = *e;
     d->seq = seq;
     pthread_mutex_unlock(&ring.mu);
@@ -131,7 +134,7 @@ void hk_refusals_render(struct hk_buf *b, const char *source, size_t source_len,
      * `limit` just above it, walking up (then listed the other way). */
     for (uint64_t k = 0; k + first <= last && n < limit; k++) {
         uint64_t seq = has_after ? first + k : last - k;
-        const struct hk_refusal *e = &ring.e[seq % HK_REFUSALS_MAX];
+        const struct hk_refusal *e = &records[seq % HK_REFUSALS_MAX];
         if (source && (strlen(e->source) != source_len || memcmp(e->source, source, source_len) != 0))
             continue;
         pick[n++] = (uint16_t)(seq % HK_REFUSALS_MAX);
@@ -140,7 +143,7 @@ void hk_refusals_render(struct hk_buf *b, const char *source, size_t source_len,
     for (unsigned i = 0; i < n; i++) {
         if (i)
             hk_buf_putc(b, ',');
-        render_one(b, &ring.e[pick[has_after ? n - 1 - i : i]]);
+        render_one(b, &records[pick[has_after ? n - 1 - i : i]]);
     }
     hk_buf_putc(b, ']');
     pthread_mutex_unlock(&ring.mu);

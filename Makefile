@@ -71,14 +71,12 @@ compare:
 	/usr/bin/python3 bench/compare.py $(if $(QUICK),--quick) $(if $(NOISY),--allow-noisy) $(COMPARE_ARGS)
 
 # The OCI image, FROM scratch, without a container engine (scripts/image.sh):
-# build/hookd-image.{oci,docker}.tar, and build/hookd-image-slim.* without
-# libcrypto and libpq (no HOOKD_WEBHOOK_SECRET, no DATABASE_URL). Prints
-# sizes and digests.
+# the lean static hookd (scripts/lean.sh builds it in build-lean/; libpq and
+# libcurl come from Debian's sources, built once into build-deps/), written
+# to build-lean/hookd-image.{oci,docker}.tar. Prints sizes and the digest.
 image:
 	@bash scripts/deps.sh image
-	@$(SETUP)
-	@bash scripts/image.sh build
-	@bash scripts/image.sh --no-build --slim build
+	@bash scripts/image.sh build-lean
 
 # Run the image with podman on IMAGE_PORT (default: PORT, else 8080), root
 # filesystem read-only, SQLite in the volume hookd-data. podman's settings
@@ -87,9 +85,9 @@ IMAGE_PORT ?= $(or $(PORT),8080)
 PODMAN = CONTAINERS_CONF=$(CURDIR)/deploy/podman/containers.conf podman
 image-run: image
 	@bash scripts/deps.sh image-run
-	@$(PODMAN) load -q -i build/hookd-image.docker.tar
+	@$(PODMAN) load -q -i build-lean/hookd-image.docker.tar
 	$(PODMAN) run --rm --read-only -p $(IMAGE_PORT):8080 -v hookd-data:/data \
-		dev.local/hookd:$$(build/hookd --version | cut -d' ' -f2) $(ARGS)
+		dev.local/hookd:$$(build-lean/hookd --version | cut -d' ' -f2) $(ARGS)
 
 # Regenerate deploy/knative and deploy/kubernetes with `hookd manifest`
 # (a test fails while the committed files differ from its output).

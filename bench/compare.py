@@ -290,9 +290,8 @@ def main(argv=None):
         # the podman path.
         for v, info in variants.items():
             if v != "given" and not a.no_images:
-                # The static binary carries libpq; --slim leaves out the shared
-                # libcrypto that only HOOKD_WEBHOOK_SECRET would dlopen.
-                info["image"] = builds.build_image(a.src, os.path.dirname(info["path"]), slim=info.get("static", False))
+                # The image ships the static binary only: build_image skips the others.
+                info["image"] = builds.build_image(a.src, os.path.dirname(info["path"]))
         cfg.coldstart = os.path.abspath(coldstart)
         if not os.path.exists(cfg.coldstart):
             raise SystemExit(f"bench: no coldstart probe at {cfg.coldstart}")

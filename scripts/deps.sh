@@ -21,18 +21,23 @@ run_pkgs=(build-essential pkg-config meson ninja-build libuv1-dev node-llhttp
 test_pkgs=(libcriterion-dev clang libclang-rt-14-dev
            postgresql redis-server curl wrk)
 # gnuplot-nox rather than gnuplot: the metapackage picks gnuplot-qt and drags
-# in Qt and X11 for a machine that only writes PNGs.
-# dpkg-dev: dpkg-source, which apt-get source needs to unpack libpq's
-# source for the static variant (bench/libpq.sh). runc: make compare's
-# container start without podman (bench/hkbench/measure.py, runc_start).
-bench_pkgs=(gnuplot-nox nginx-light hyperfine dpkg-dev runc)
+# in Qt and X11 for a machine that only writes PNGs. runc: make compare's
+# container start without podman (bench/hkbench/measure.py, runc_start). The
+# static variant is the lean build: its packages come with the test door's.
+bench_pkgs=(gnuplot-nox nginx-light hyperfine runc)
 
-# The OCI image (make image): umoci assembles it, skopeo writes the archives,
-# and the CA bundle goes into it for libpq's TLS. The test door has them too,
-# as the image test builds images (installing takes about 20 s, once), with
-# python3-yaml for the manifest test and systemd for systemd-socket-activate.
-image_pkgs=(umoci skopeo ca-certificates libcurl4)
-test_pkgs+=("${image_pkgs[@]}" python3-yaml systemd)
+# The OCI image (make image) ships the lean static build (scripts/lean.sh):
+# dpkg-dev (dpkg-source) and debian-archive-keyring to fetch and unpack
+# Debian's postgresql and curl sources, zlib1g-dev for libz.a (SQLite's
+# static link line names it); libssl-dev's libssl.a and libcrypto.a come
+# with the run door. umoci assembles the image, skopeo writes the archives,
+# and the CA bundle goes into it for libpq's and libcurl's TLS. The test door
+# has them too, as the image test builds images (installing takes about
+# 20 s, once), with openssl for the certificates of its TLS servers
+# (scripts/pg.sh start --ssl), python3-yaml for the manifest test and
+# systemd for systemd-socket-activate.
+image_pkgs=(dpkg-dev debian-archive-keyring zlib1g-dev umoci skopeo ca-certificates)
+test_pkgs+=("${image_pkgs[@]}" openssl python3-yaml systemd)
 # The web inspector's tests drive Debian's Chromium headless through
 # chromedriver and Selenium; promtool (in prometheus) checks and unit-tests the
 # alert rules and parses the dashboard's queries.

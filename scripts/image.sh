@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds hookd's OCI image FROM scratch without a container engine: one layer
-# holding the release binary, exactly the shared libraries it loads (ldd's
-# list, plus what it dlopen()s: libcrypto for HOOKD_WEBHOOK_SECRET, libpq for
-# DATABASE_URL, libcurl for forwarding (K_SINK), and their own dependencies),
-# the dynamic loader, /etc/passwd and /etc/group with user 65532, an empty
-# /data owned by that user, and the CA bundle (for libpq's sslrootcert and
-# libcurl's https). umoci assembles the image, skopeo
-# writes the archives.
+# holding the lean hookd (one static executable with libpq, libcurl and
+# OpenSSL linked in: scripts/lean.sh), stripped; /etc/passwd and /etc/group
+# with user 65532; an empty /data owned by that user; and the CA bundle (for
+# libpq's sslrootcert and libcurl's https). No shared library, no loader, no
+# /etc/nsswitch.conf: static glibc reads /etc/hosts, then DNS through
+# /etc/resolv.conf, with its built-in files and dns modules (docs/image.md).
+# umoci assembles the image, skopeo writes the docker-archive.
 #
-#   scripts/image.sh [--no-build] [--slim] [--out DIR] [BUILD_DIR]
-#   scripts/image.sh --no-build [--slim] --rootfs DIR [BUILD_DIR]
+#   scripts/image.sh [--no-build] [--out DIR] [BUILD_DIR]
+#   scripts/image.sh [--no-build] --rootfs DIR [BUILD_DIR]
 #
-# BUILD_DIR (default build/) is a Meson build directory; unless --no-build,
-# it is configured as a release build if new and `ninja hookd` runs first.
+# BUILD_DIR (default build-lean/; relative paths are the caller's) is the
+# lean build's directory: unless --no-build, scripts/lean.sh builds it
+# first. With --no-build, BUILD_DIR/hookd must already be the static binary.
 # Writes to DIR (default BUILD_DIR):
 #   hookd-image.oci.tar      oci-archive, tagged dev.local/hookd:VERSION
 #   hookd-image.docker.tar   docker-archive, same tag (podman load, kind load)
@@ -21,32 +22,31 @@
 #   hookd-image.files        the layer's entries, one per line (for tests)
 #   hookd-image.json         tag, digest and sizes, for the benchmark
 # --rootfs DIR only lays the layer's files out in DIR (the Containerfile's
-# build stage uses it; no umoci or skopeo needed). --slim leaves out libcrypto, libpq and their dependencies and the CA
-# bundle (hookd-image-slim.*, tag VERSION-slim): HOOKD_WEBHOOK_SECRET and
-# DATABASE_URL then fail at start with a message naming the missing library.
+# build stage uses it; no umoci or skopeo needed).
 #
 # Reproducible: every timestamp is SOURCE_DATE_EPOCH (default: the last
 # commit's time), entries are sorted with fixed owners and modes, so the same
-# binary and libraries give the same digest. Needs umoci, skopeo (Debian
-# packages; scripts/deps.sh image installs them) and Debian's python3.
+# binary gives the same digest. Needs umoci, skopeo (Debian packages;
+# scripts/deps.sh image installs them) and Debian's python3.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+src=$(cd "$(dirname "$0")/.." && pwd)
 
-build=1 slim=0 out= rootfs=
+build=1 out= rootfs=
 while [ $# -gt 0 ]; do
     case $1 in
     --no-build) build=0 ;;
-    --slim) slim=1 ;;
     --out) out=$2; shift ;;
     --rootfs) rootfs=$2; shift ;;
-    -h|--help) sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "image.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
     esac
     shift
 done
-dir=${1:-build}
-out=${out:-$dir}
+dir=$(realpath -m "${1:-$src/build-lean}")
+out=$(realpath -m "${out:-$dir}")
+[ -z "$rootfs" ] || rootfs=$(realpath -m "$rootfs")
+cd "$src"
 
 for t in umoci skopeo; do
     if [ -z "$rootfs" ] && ! command -v "$t" >/dev/null; then
@@ -58,19 +58,20 @@ py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
 if [ "$build" = 1 ]; then
-    [ -f "$dir/meson-private/coredata.dat" ] || meson setup "$dir" --buildtype=release >/dev/null
-    ninja -C "$dir" hookd >/dev/null
+    bash scripts/lean.sh "$dir" >/dev/null
 fi
 bin=$dir/hookd
-[ -x "$bin" ] || { echo "image.sh: no $bin (build it, or drop --no-build)" >&2; exit 1; }
+[ -x "$bin" ] || { echo "image.sh: no $bin (build it with scripts/lean.sh, or drop --no-build)" >&2; exit 1; }
+# The layer has no loader and no library: a dynamic executable (one that
+# names a program interpreter) could not start in it.
+if readelf -lW "$bin" | grep -q 'program interpreter'; then
+    echo "image.sh: $bin is dynamically linked; the image ships the lean static build (scripts/lean.sh $dir)" >&2
+    exit 1
+fi
 version=$("$bin" --version | awk '{print $2}')
 repo=dev.local/hookd
 tag=$version
 name=hookd-image
-if [ "$slim" = 1 ]; then
-    tag=$version-slim
-    name=hookd-image-slim
-fi
 
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
@@ -81,55 +82,19 @@ source_url=${HOOKD_IMAGE_SOURCE:-$(git remote get-url origin 2>/dev/null || echo
 work=$(mktemp -d "${TMPDIR:-/tmp}/hookd-image.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# What the binary loads: ldd's closure for hookd itself and for each library
-# it dlopen()s (by the same soname it passes to dlopen). Paths are kept as the
-# loader resolved them; /lib/x86_64-linux-gnu is in its built-in search path,
-# so no ld.so.cache is needed in the image.
-dlopened=(libcrypto.so.3 libpq.so.5 libcurl.so.4)
-targets=("$bin")
-if [ "$slim" = 0 ]; then
-    for so in "${dlopened[@]}"; do
-        # No early exit in awk: under pipefail, ldconfig would die of SIGPIPE
-        # now and then and fail the script without a word.
-        path=$(ldconfig -p | awk -v so="$so" '!found && $1 == so && /x86-64|x86_64|lib64/ { print $NF; found = 1 }')
-        [ -n "$path" ] || { echo "image.sh: $so is not installed (scripts/deps.sh image installs it)" >&2; exit 1; }
-        targets+=("$path")
-    done
-fi
-{
-    for t in "${targets[@]}"; do
-        [ "$t" = "$bin" ] || echo "$t"
-        # A static binary (the benchmark's static variant) loads nothing:
-        # ldd says "not a dynamic executable" and exits 1.
-        { ldd "$t" 2>/dev/null || true; } | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
-    done
-} | sort -u >"$work/libs"
-if grep -q 'not found' <(for t in "${targets[@]}"; do ldd "$t"; done); then
-    echo "image.sh: a library is missing on this machine:" >&2
-    for t in "${targets[@]}"; do ldd "$t" | grep 'not found' >&2 || true; done
-    exit 1
-fi
-certs=
-if [ "$slim" = 0 ]; then
-    certs=/etc/ssl/certs/ca-certificates.crt
-    [ -f "$certs" ] || { echo "image.sh: $certs is missing (package ca-certificates)" >&2; exit 1; }
-fi
+certs=/etc/ssl/certs/ca-certificates.crt
+[ -f "$certs" ] || { echo "image.sh: $certs is missing (package ca-certificates)" >&2; exit 1; }
 
 # The layer, written by Python's tarfile so that every header field is
 # chosen here: names sorted, uid/gid and modes fixed, mtime SOURCE_DATE_EPOCH,
 # no atime/ctime/xattrs, GNU format (what container tools all read).
-strip --strip-unneeded -o "$work/hookd" "$bin"
-"$py" - "$work/layer.tar" "$SOURCE_DATE_EPOCH" "$work/hookd" "$work/libs" "$certs" <<'PY'
+# strip is deterministic: the same binary gives the same bytes.
+strip --strip-all -o "$work/hookd" "$bin"
+"$py" - "$work/layer.tar" "$SOURCE_DATE_EPOCH" "$work/hookd" "$certs" <<'PY'
 import io, os, sys, tarfile
-out, epoch, binary, libs, certs = sys.argv[1:6]
+out, epoch, binary, certs = sys.argv[1:5]
 epoch = int(epoch)
-files = {"hookd": (binary, 0o755)}
-for line in open(libs):
-    path = line.strip()
-    if path:
-        files[path.lstrip("/")] = (os.path.realpath(path), 0o755)
-if certs:
-    files[certs.lstrip("/")] = (certs, 0o644)
+files = {"hookd": (binary, 0o755), certs.lstrip("/"): (certs, 0o644)}
 text = {
     "etc/passwd": "root:x:0:0:root:/:/sbin/nologin\nhookd:x:65532:65532:hookd:/data:/sbin/nologin\n",
     "etc/group": "root:x:0:\nhookd:x:65532:\n",
@@ -171,9 +136,8 @@ tar -tf "$work/layer.tar" >"$out/$name.files"
 oci=$work/oci
 umoci init --layout "$oci"
 umoci new --image "$oci:$tag"
-by="scripts/image.sh"
-[ "$slim" = 0 ] || by="$by --slim"
-umoci raw add-layer --image "$oci:$tag" --history.created "$created" --history.created_by "$by" "$work/layer.tar"
+umoci raw add-layer --image "$oci:$tag" --history.created "$created" --history.created_by "scripts/image.sh" \
+    "$work/layer.tar"
 labels=(--config.label "org.opencontainers.image.title=hookd"
         --config.label "org.opencontainers.image.description=Webhook receiver for scale-to-zero platforms"
         --config.label "org.opencontainers.image.version=$version"
@@ -193,6 +157,35 @@ umoci config --image "$oci:$tag" --no-history --created "$created" \
     --manifest.annotation "org.opencontainers.image.revision=$revision" \
     --manifest.annotation "org.opencontainers.image.created=$created"
 umoci gc --layout "$oci"
+# umoci compresses the layer with pgzip (independent blocks, 5 % larger than
+# zlib's best); the same tar, gzip -9 with no name or time in its header,
+# takes its place, and the manifest and the index are rewritten to match.
+"$py" - "$oci" "$work/layer.tar" <<'PY'
+import gzip, hashlib, json, os, sys
+oci, layer = sys.argv[1], sys.argv[2]
+def path(digest):
+    return os.path.join(oci, "blobs", *digest.split(":"))
+def put(data):
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    with open(path(digest), "wb") as f:
+        f.write(data)
+    return digest
+index = json.load(open(os.path.join(oci, "index.json")))
+desc = index["manifests"][0]
+manifest = json.load(open(path(desc["digest"])))
+config = json.load(open(path(manifest["config"]["digest"])))
+tar = open(layer, "rb").read()
+assert config["rootfs"]["diff_ids"] == ["sha256:" + hashlib.sha256(tar).hexdigest()], "layer is not the config's"
+gz = gzip.compress(tar, 9, mtime=0)
+old = [desc["digest"], manifest["layers"][0]["digest"]]
+manifest["layers"][0].update(digest=put(gz), size=len(gz))
+data = json.dumps(manifest, separators=(",", ":")).encode()
+desc.update(digest=put(data), size=len(data))
+for d in old:
+    os.unlink(path(d))
+with open(os.path.join(oci, "index.json"), "w") as f:
+    json.dump(index, f, separators=(",", ":"))
+PY
 
 digest=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' "$oci/index.json")
 rm -f "$out/$name.oci.tar" "$out/$name.docker.tar"
@@ -231,15 +224,16 @@ import json, sys
 m = json.load(open(sys.argv[1] + "/blobs/" + sys.argv[2].replace(":", "/")))
 print(sum(l["size"] for l in m["layers"]))' "$oci" "$digest")
 "$py" - "$out/$name.json" "$repo:$tag" "$digest" "$raw" "$layer_gz" "$out/$name.oci.tar" "$out/$name.docker.tar" \
-    "$(wc -l <"$out/$name.files")" <<'PY'
+    "$(wc -l <"$out/$name.files")" "$(stat -c %s "$work/hookd")" <<'PY'
 import json, os, sys
-path, ref, digest, raw, gz, oci, docker, n = sys.argv[1:9]
+path, ref, digest, raw, gz, oci, docker, n, binary = sys.argv[1:10]
 json.dump({"image": ref, "digest": digest, "layerRawBytes": int(raw), "layerCompressedBytes": int(gz),
            "ociArchiveBytes": os.path.getsize(oci), "dockerArchiveBytes": os.path.getsize(docker),
-           "entries": int(n)}, open(path, "w"), indent=1)
+           "entries": int(n), "binaryBytes": int(binary)}, open(path, "w"), indent=1)
 PY
 mib() { awk -v b="$1" 'BEGIN { printf "%.2f MiB", b / 1048576 }'; }
 echo "image $repo:$tag  $digest"
 echo "  layer: $(wc -l <"$out/$name.files") entries, raw $raw bytes ($(mib "$raw")), compressed $layer_gz bytes ($(mib "$layer_gz"))"
+echo "  /hookd: $(stat -c %s "$work/hookd") bytes, static, stripped"
 echo "  $out/$name.oci.tar    $(stat -c %s "$out/$name.oci.tar") bytes"
 echo "  $out/$name.docker.tar $(stat -c %s "$out/$name.docker.tar") bytes"

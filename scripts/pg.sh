@@ -7,6 +7,13 @@
 #
 #   scripts/pg.sh start        start a cluster; prints its directory
 #                              (in /dev/shm, or $PG_SH_BASE when set)
+#   scripts/pg.sh start --ssl [--ssl-name NAME]...
+#                              the same with TLS: a self-signed server
+#                              certificate (openssl CLI) for localhost,
+#                              127.0.0.1 and each NAME, ssl = on, and TCP
+#                              connections without TLS refused (hostssl);
+#                              DIR/root.crt is the certificate, for a
+#                              client's sslrootcert (sslmode=verify-full)
 #   scripts/pg.sh url DIR      the connection URL (no password: trust auth)
 #   scripts/pg.sh stop DIR     stop it (fast) and remove the directory
 #   scripts/pg.sh halt DIR     stop the server, keep the data (fault tests)
@@ -52,6 +59,20 @@ pg_start() {
 cmd=${1:-}
 case "$cmd" in
 start)
+    shift
+    ssl=0 names=()
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --ssl) ssl=1 ;;
+        --ssl-name) names+=("${2:?pg.sh: --ssl-name needs a host name}"); shift ;;
+        *) echo "pg.sh: unknown option $1 (start [--ssl [--ssl-name NAME]...])" >&2; exit 2 ;;
+        esac
+        shift
+    done
+    if [ "$ssl" = 1 ] && ! command -v openssl >/dev/null; then
+        echo "pg.sh: --ssl needs the openssl command (package openssl)" >&2
+        exit 1
+    fi
     # tmpfs by default (fast fsync for the tests); PG_SH_BASE=/var/tmp puts
     # the cluster on a disk, for benchmarks.
     base=${PG_SH_BASE:-}
@@ -79,6 +100,28 @@ shared_buffers = 64MB
 log_min_messages = warning
 log_connections = off
 EOF
+    if [ "$ssl" = 1 ]; then
+        # A P-256 key (quick to make), valid for a day: the cluster is
+        # throwaway. The server reads the key only if its owner alone can.
+        san="DNS:localhost,IP:127.0.0.1"
+        for n in "${names[@]}"; do san="$san,DNS:$n"; done
+        if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+                -subj "/CN=hookd-test-pg" -addext "subjectAltName=$san" \
+                -keyout "$dir/data/server.key" -out "$dir/data/server.crt" >"$dir/openssl.log" 2>&1; then
+            cat "$dir/openssl.log" >&2
+            rm -rf "$dir"
+            echo "pg.sh: openssl could not make the server certificate" >&2
+            exit 1
+        fi
+        chmod 600 "$dir/data/server.key"
+        [ "$(id -u)" -ne 0 ] || chown postgres: "$dir/data/server.key" "$dir/data/server.crt"
+        cp "$dir/data/server.crt" "$dir/root.crt"
+        chmod 644 "$dir/root.crt"
+        printf "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n" >>"$dir/data/postgresql.conf"
+        # TCP only with TLS (the unix socket stays as it is): a client that
+        # gets in has spoken TLS.
+        sed -i 's/^host /hostssl /' "$dir/data/pg_hba.conf"
+    fi
     # A free port may be taken between the check and the bind: retry.
     for attempt in 1 2 3 4 5; do
         port=$(free_port)
@@ -118,7 +161,7 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: $0 start | url DIR | stop DIR | halt DIR | resume DIR" >&2
+    echo "usage: $0 start [--ssl [--ssl-name NAME]...] | url DIR | stop DIR | halt DIR | resume DIR" >&2
     exit 2
     ;;
 esac

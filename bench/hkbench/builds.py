@@ -4,9 +4,9 @@
   release          -O2 (meson buildtype=release, optimization=2)
   release-lto-pgo  the same with b_lto=true, b_pgo=generate, trained on the
                    load mix, then rebuilt with b_pgo=use
-  static           one static executable (glibc, libuv, SQLite, jansson; and
-                   libpq built from Debian's source without GSSAPI/LDAP by
-                   bench/libpq.sh when hookd links libpq)
+  static           the lean static build the image ships (scripts/lean.sh,
+                   meson -Dlean=true): one static executable with libpq and
+                   libcurl built from Debian's sources and OpenSSL linked in
 
 Each variant is its own meson build directory, so nothing here touches the
 project's build/ or build-asan/. A variant is rebuilt only when the sources
@@ -72,15 +72,6 @@ def setup(src, builddir, opts, log):
         _log_run(["meson", "configure", builddir] + opts, log)
     else:
         _log_run(["meson", "setup", builddir, src] + opts, log)
-
-
-def uses_libpq(src):
-    """True when hookd's meson.build links libpq (the PostgreSQL store)."""
-    try:
-        text = open(os.path.join(src, "meson.build")).read()
-    except OSError:
-        return False
-    return re.search(r"dependency\(\s*'libpq'", text) is not None
 
 
 def binary_info(path):
@@ -166,35 +157,15 @@ class Builder:
                 except OSError:
                     pass
         elif variant == "static":
-            shim = os.path.join(self.root, "deps", "shim")
-            os.makedirs(shim, exist_ok=True)
-            # Debian ships libuv's archive as libuv_a.a: a libuv.a beside it for -luv.
-            libdir = system.run_out(["pkg-config", "--variable=libdir", "libuv-static"]) or "/usr/lib/x86_64-linux-gnu"
-            target = os.path.join(shim, "libuv.a")
-            if not os.path.exists(target):
-                os.symlink(os.path.join(libdir, "libuv_a.a"), target)
-            link = ["-static", f"-L{shim}"]
-            cargs = []
-            extra = []
-            if uses_libpq(self.src):
-                pq = os.path.join(self.root, "deps", "libpq")
-                _log_run(["bash", os.path.join(self.src, "bench", "libpq.sh"), pq], log, timeout=1800)
-                extra.append(f"-Dpkg_config_path={pq}/lib/pkgconfig")
-                if os.path.exists(os.path.join(self.src, "src", "store", "pq_api.c")):
-                    # hookd dlopen()s libpq unless built with HK_PQ_STATIC; then
-                    # it needs the archives. --whole-archive makes their place on
-                    # the link line (before hookd's own archive) irrelevant.
-                    cargs.append("-DHK_PQ_STATIC")
-                    link += ["-Wl,--whole-archive", f"{pq}/lib/libpq.a", "-Wl,--no-whole-archive",
-                             f"{pq}/lib/libpgcommon_shlib.a", f"{pq}/lib/libpgport_shlib.a", "-lssl", "-lcrypto",
-                             "-lpthread"]
-                notes.append("libpq built from Debian's postgresql source without GSSAPI/LDAP (bench/libpq.sh), "
-                             "linked statically")
-            else:
-                notes.append("hookd's meson.build links no libpq yet: static SQLite-only")
-            setup(self.src, d, opts + ["-Dprefer_static=true", "-Dc_link_args=" + meson_list(link),
-                                       "-Dc_args=" + meson_list(cargs)] + extra, log)
+            # The image's build, by the same script (one definition of the
+            # lean build: its dependencies' cache, its options), with the
+            # benchmark's variant name; then ninja for coldstart and the
+            # GraphQL bench.
+            lean = os.path.join(self.src, "scripts", "lean.sh")
+            _log_run(["bash", lean, d, "--", f"-Dvariant={variant}", "-Db_ndebug=true", "-Dfuzz=disabled"], log)
             _log_run(["ninja", "-C", d], log)
+            notes.append("scripts/lean.sh: libpq and libcurl built from Debian's sources (libpq without "
+                         "GSSAPI/LDAP, libcurl HTTP/HTTPS only), OpenSSL linked in, -O2, -static")
         else:
             raise BuildError(f"unknown variant {variant}")
         binpath = os.path.join(d, "hookd")
@@ -210,25 +181,29 @@ class Builder:
         return info
 
 
-def build_image(src, builddir, slim=False, timeout=600):
+def build_image(src, builddir, timeout=600):
     """hookd's OCI image of this variant's binary, by the project's
-    scripts/image.sh (no container engine needed). Returns a dict with
-    status, and imageSizeMb (the docker-archive's size: the uncompressed
-    image, what `podman images` shows) when built."""
+    scripts/image.sh (no container engine needed). The image holds a static
+    binary and nothing it could load, so only the static variant has one;
+    the others are skipped. Returns a dict with status, and imageSizeMb
+    (the docker-archive's size: the uncompressed image, what `podman images`
+    shows) when built."""
     script = os.path.join(src, "scripts", "image.sh")
     if not os.path.exists(script):
         return {"status": "skipped", "reason": "image not built: scripts/image.sh does not exist"}
+    if not binary_info(os.path.join(builddir, "hookd"))["static"]:
+        return {"status": "skipped", "reason": "image not built: it ships the static binary only (the static variant)"}
     for tool in ("umoci", "skopeo"):
         if not shutil.which(tool):
             return {"status": "skipped", "reason": f"image not built: {tool} is not installed (scripts/deps.sh image)"}
     out = os.path.join(builddir, "image")
     os.makedirs(out, exist_ok=True)
     try:
-        r = subprocess.run(["bash", script, "--no-build", "--out", out] + (["--slim"] if slim else []) + [builddir],
+        r = subprocess.run(["bash", script, "--no-build", "--out", out, builddir],
                            cwd=src, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"status": "failed", "reason": f"scripts/image.sh took more than {timeout} s"}
-    name = "hookd-image-slim" if slim else "hookd-image"
+    name = "hookd-image"
     docker = os.path.join(out, name + ".docker.tar")
     if r.returncode != 0 or not os.path.exists(docker):
         return {"status": "failed", "reason": "scripts/image.sh: " + r.stdout.strip()[-300:]}
@@ -236,4 +211,4 @@ def build_image(src, builddir, slim=False, timeout=600):
     m = re.search(r"image (\S+)", r.stdout)
     return {"status": "built", "imageSizeMb": os.path.getsize(docker) / 1048576,
             "ociArchiveMb": os.path.getsize(oci) / 1048576 if os.path.exists(oci) else None,
-            "tag": m.group(1) if m else None, "dockerArchive": docker, "slim": slim}
+            "tag": m.group(1) if m else None, "dockerArchive": docker}

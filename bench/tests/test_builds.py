@@ -12,15 +12,6 @@ class Helpers(unittest.TestCase):
         self.assertEqual(builds.meson_list(["-static", "-L/x y"]), "['-static','-L/x y']")
         self.assertEqual(builds.meson_list([]), "[]")
 
-    def test_uses_libpq(self):
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "meson.build"), "w") as f:
-                f.write("uv = dependency('libuv')\n")
-            self.assertFalse(builds.uses_libpq(d))
-            with open(os.path.join(d, "meson.build"), "a") as f:
-                f.write("pq = dependency( 'libpq').partial_dependency(compile_args : true)\n")
-            self.assertTrue(builds.uses_libpq(d))
-
     def test_fingerprint_follows_sources(self):
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "src", "core"))

@@ -1,22 +1,29 @@
 /* SPDX-License-Identifier: MIT
  * Digests, HMAC and ed25519 with libcrypto.so.3 resolved by dlopen on the
- * first hk_crypto_init: SHA-1/256/512 through the low-level block functions
+ * first hk_crypto_init, or linked in when built with -DHK_CRYPTO_STATIC (the
+ * lean static build): SHA-1/256/512 through the low-level block functions
  * on contexts the caller owns (HMAC keeps its pad states there, so a MAC per
  * request costs no allocation), ed25519 through EVP. */
+#ifdef HK_CRYPTO_STATIC
+/* The table below then takes the block functions' addresses, which OpenSSL
+ * 3's headers mark deprecated; they are still part of its API (not built
+ * with no-deprecated). Must come before the first OpenSSL header. */
+#define OPENSSL_SUPPRESS_DEPRECATED 1
+#endif
 #include "core/crypto.h"
 
 #include <assert.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <openssl/err.h>
 #include <openssl/evp.h>
 
 /* The block functions are deprecated in OpenSSL 3's headers; the symbols
  * stay exported, and pointers of our own types call them without the
- * deprecation warnings (and without linking libcrypto). */
+ * deprecation warnings (and, dlopen()ed, without linking libcrypto). */
 typedef int (*sha1_init_fn)(SHA_CTX *);
 typedef int (*sha1_update_fn)(SHA_CTX *, const void *, size_t);
 typedef int (*sha1_final_fn)(unsigned char *, SHA_CTX *);
@@ -63,6 +70,41 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static atomic_bool ready;
 static char load_err[200];     /* written once, inside `once` */
 
+#ifdef HK_CRYPTO_STATIC
+
+/* Linked in: the same table, filled with the real functions, so the rest of
+ * this file is one code path; the compiler checks each type against
+ * OpenSSL's own declaration, which dlsym cannot. */
+static void load(void)
+{
+    fn.sha1_init = SHA1_Init;
+    fn.sha1_update = SHA1_Update;
+    fn.sha1_final = SHA1_Final;
+    fn.sha256_init = SHA256_Init;
+    fn.sha256_update = SHA256_Update;
+    fn.sha256_final = SHA256_Final;
+    fn.sha512_init = SHA512_Init;
+    fn.sha512_update = SHA512_Update;
+    fn.sha512_final = SHA512_Final;
+    fn.memcmp = CRYPTO_memcmp;
+    fn.new_raw_public_key = EVP_PKEY_new_raw_public_key;
+    fn.new_raw_private_key = EVP_PKEY_new_raw_private_key;
+    fn.get_raw_public_key = EVP_PKEY_get_raw_public_key;
+    fn.pkey_free = EVP_PKEY_free;
+    fn.md_ctx_new = EVP_MD_CTX_new;
+    fn.md_ctx_free = EVP_MD_CTX_free;
+    fn.verify_init = EVP_DigestVerifyInit;
+    fn.sign_init = EVP_DigestSignInit;
+    fn.verify = EVP_DigestVerify;
+    fn.sign = EVP_DigestSign;
+    fn.clear_error = ERR_clear_error;
+    atomic_store_explicit(&ready, true, memory_order_release);
+}
+
+#else
+
+#include <dlfcn.h>
+
 /* One symbol into the slot `p` points to; false (and the reason noted)
  * when libcrypto lacks it. */
 static bool sym(void *h, void *p, const char *name)
@@ -102,6 +144,8 @@ static void load(void)
     }
     atomic_store_explicit(&ready, true, memory_order_release);
 }
+
+#endif
 
 int hk_crypto_init(char *err, size_t errlen)
 {

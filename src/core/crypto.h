@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * Message digests, HMAC and ed25519 from libcrypto, resolved at run time
  * (dlopen) by hk_crypto_init: a process that verifies nothing never maps
- * libcrypto. Digests use libcrypto's low-level block functions (the fast
+ * libcrypto; or linked in with -DHK_CRYPTO_STATIC (the lean build). Digests use libcrypto's low-level block functions (the fast
  * assembly, SHA-NI where the CPU has it) on contexts the caller keeps, so
  * a streaming HMAC allocates nothing: the key's inner and outer pad states
  * are hashed once (hk_hmac_key_init) and copied per message. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * HMAC-SHA256 through OpenSSL's libcrypto, loaded only when a webhook
  * secret is configured: the default path never maps libcrypto (1.4 MB of
- * RSS and a good share of start-up time). */
+ * RSS and a good share of start-up time); or linked in with
+ * -DHK_CRYPTO_STATIC (the lean build). */
 #ifndef HK_HMAC_H
 #define HK_HMAC_H
 

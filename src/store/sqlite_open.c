@@ -5,9 +5,12 @@
 #include "store/sqlite_int.h"
 
 #include <assert.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/log.h"
 
@@ -215,10 +218,26 @@ static struct sq_store *store_new(const char *path, size_t queue_max, int busy_m
     return st;
 }
 
-/* The write connection, in WAL mode with the synchronous level asked for.
- * SQLITE_OK, or the error (errbuf set when SQLite's message would not say
- * enough). */
-static int open_writer_db(struct sq_store *st, bool sync_full, char *errbuf, size_t errlen)
+/* The integer a PRAGMA query `sql` returns, into *out (left as it is when
+ * it returns no row). SQLITE_OK or the error. */
+static int pragma_int(sqlite3 *db, const char *sql, int *out)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(stmt)) == SQLITE_ROW)
+        *out = sqlite3_column_int(stmt, 0);
+    sqlite3_finalize(stmt);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The write connection, in WAL mode; the synchronous level asked for is
+ * set by hk_sqlite_open once the schema is there (set_sync). A new file
+ * (`fresh`: none, or empty) is made with synchronous=OFF: there is nothing
+ * to lose in it yet, and its making (a rollback-journal transaction to
+ * switch it to WAL, then the schema) would otherwise sync the disk ten
+ * times; set_sync makes it durable with one checkpoint instead. SQLITE_OK,
+ * or the error (errbuf set when SQLite's message would not say enough). */
+static int open_writer_db(struct sq_store *st, bool fresh, char *errbuf, size_t errlen)
 {
     sqlite3_stmt *stmt = NULL;
     int rc = sqlite3_open_v2(st->path, &st->db,
@@ -229,11 +248,19 @@ static int open_writer_db(struct sq_store *st, bool sync_full, char *errbuf, siz
         rc = sqlite3_extended_result_codes(st->db, 1);
     if (rc == SQLITE_OK)
         rc = sqlite3_busy_timeout(st->db, st->busy_ms);
+    if (rc == SQLITE_OK && fresh)
+        rc = sqlite3_exec(st->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL);
     /* Retention's deletes give their pages back to the file system
      * (PRAGMA incremental_vacuum after each batch). Set before anything
      * is written, this makes a new file so; an older file is converted
-     * once, after the migration (vacuum_convert). */
+     * once, after the migration (vacuum_convert). Only when not set
+     * already: on a file that has it, setting it again rewrites page 1,
+     * which starts a new WAL and syncs the disk three times at every
+     * start. */
+    int av = -1;
     if (rc == SQLITE_OK)
+        rc = pragma_int(st->db, "PRAGMA auto_vacuum", &av);
+    if (rc == SQLITE_OK && av != 2)
         rc = sqlite3_exec(st->db, "PRAGMA auto_vacuum=INCREMENTAL", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         goto out;
@@ -249,10 +276,29 @@ static int open_writer_db(struct sq_store *st, bool sync_full, char *errbuf, siz
         rc = SQLITE_ERROR;
         goto out;
     }
-    rc = sqlite3_exec(st->db, sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
-                      NULL, NULL, NULL);
+    rc = SQLITE_OK;
 out:
     sqlite3_finalize(stmt);
+    return rc;
+}
+
+/* The synchronous level asked for. A file made by this start (`fresh`)
+ * is then made durable once: a checkpoint (which syncs the WAL and the
+ * database) and a sync of the directory that holds the new file. */
+static int set_sync(struct sq_store *st, bool sync_full, bool fresh)
+{
+    int rc = sqlite3_exec(st->db, sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+                          NULL, NULL, NULL);
+    if (rc != SQLITE_OK || !fresh)
+        return rc;
+    rc = sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_FULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    int fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0)
+        rc = SQLITE_IOERR_DIR_FSYNC;
+    if (fd >= 0)
+        close(fd);
     return rc;
 }
 
@@ -289,13 +335,25 @@ struct hk_store *hk_sqlite_open(const struct hk_sqlite_opts *opts, char *errbuf,
         return NULL;
     sqlite_memory_settings();
     struct sq_store *st = store_new(opts->path, queue_max, busy_ms);
-    int rc = open_writer_db(st, opts->sync_full, errbuf, errlen);
+    struct stat sb;
+    bool fresh = stat(opts->path, &sb) != 0 || sb.st_size == 0;
+    int rc = open_writer_db(st, fresh, errbuf, errlen);
     if (rc == SQLITE_OK && migrate(st->db, errbuf, errlen) < 0)
         rc = SQLITE_ERROR;
     if (rc == SQLITE_OK)
         rc = vacuum_convert(st);
     if (rc == SQLITE_OK)
+        rc = set_sync(st, opts->sync_full, fresh);
+    if (rc == SQLITE_OK)
         rc = hk__sq_writer_prepare(st);
+    if (rc == SQLITE_OK) {
+        /* Now, so that it readies the WAL beside the rest of the start
+         * (sqlite_writer.c: prime_wal). Retried by the first write. */
+        uv_mutex_lock(&st->mu);
+        if (hk__sq_writer_start_locked(st) < 0)
+            hk_warn("sqlite: cannot start the writer thread", NULL);
+        uv_mutex_unlock(&st->mu);
+    }
     if (rc != SQLITE_OK) {
         if (errbuf[0] == '\0')
             snprintf(errbuf, errlen, "sqlite %s: %s", opts->path,

@@ -22,6 +22,7 @@
 #include "hk_build.h"
 #include "http/server.h"
 #include "ingress/cli.h"
+#include "json/webhook_json.h"
 #include "manifest.h"
 #include "store/pg.h"
 #include "store/store.h"
@@ -367,6 +368,7 @@ int main(int argc, char **argv)
      * meanwhile inherit the mask, so the main thread gets them. */
     sigset_t old_mask;
     block_stop_signals(&old_mask);
+    hk_json_init();
     store = open_store(&cfg, err, sizeof err);
     if (!store)
         goto out;

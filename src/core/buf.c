@@ -4,6 +4,7 @@
  * that copies runs of plain bytes at once, and RFC 3339 timestamps. */
 #include "core/buf.h"
 #include "core/ascii.h"
+#include "core/clock.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -247,29 +248,11 @@ void hk_buf_put_iso_us(struct hk_buf *b, int64_t unix_us)
         us += 1000000;
         sec--;
     }
-    /* The calendar by arithmetic (days to civil date in the proleptic
-     * Gregorian calendar, after Howard Hinnant's algorithm): gmtime_r takes
-     * glibc's timezone lock for every row of a list. int64 microseconds span
-     * about ±292,000 years, well inside int64 days. */
-    int64_t days = sec / 86400, rem = sec % 86400;
-    if (rem < 0) {
-        rem += 86400;
-        days--;
-    }
-    struct tm tm = {0};
-    tm.tm_hour = (int)(rem / 3600);
-    tm.tm_min = (int)(rem / 60 % 60);
-    tm.tm_sec = (int)(rem % 60);
-    int64_t z = days + 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;                                      /* [0, 146096] */
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
-    int64_t mp = (5 * doy + 2) / 153;                                    /* [0, 11], from March */
-    tm.tm_mday = (int)(doy - (153 * mp + 2) / 5 + 1);
-    tm.tm_mon = (int)(mp < 10 ? mp + 2 : mp - 10);
-    int64_t y = yoe + era * 400 + (mp >= 10);
-    tm.tm_year = (int)(y - 1900);
+    /* The calendar by arithmetic (hk_utc_tm): gmtime_r takes glibc's
+     * timezone lock for every row of a list. int64 microseconds span about
+     * ±292,000 years, well inside int64 days. */
+    struct tm tm;
+    hk_utc_tm(sec, &tm);
 
     /* Years outside 0000..9999 are not RFC 3339; write them the way
      * java.time.Instant does ("+10000-...", "-0001-...") rather than lie. */

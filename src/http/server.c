@@ -80,7 +80,8 @@ const char *hk_worker_date(struct hk_worker *w)
     time_t now = time(NULL);
     if (now != w->date_sec) {
         struct tm tm;
-        if (!gmtime_r(&now, &tm) || tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 ||
+        hk_utc_tm((int64_t)now, &tm);
+        if (tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 ||
             tm.tm_mon > 11 || tm.tm_year < 0 || tm.tm_year > 9999 - 1900 || tm.tm_sec > 60) {
             /* A clock beyond what the format can say: a valid header still. */
             if (w->date[0] == '\0')

@@ -74,6 +74,11 @@ static void check_name(struct hk_webhook_in *in, const char *field, size_t max,
     *out_len = n;
 }
 
+void hk_json_init(void)
+{
+    json_object_seed(0);
+}
+
 enum hk_decode_result hk_webhook_decode(const char *body, size_t len, struct hk_webhook_in *in)
 {
     memset(in, 0, sizeof *in);

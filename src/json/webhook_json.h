@@ -45,6 +45,11 @@ struct hk_webhook_in {
  * are syntax errors. Every violated field is listed, in the order
  * source, eventType, payload. `in` must be released with
  * hk_webhook_in_free() whatever the result. */
+/* Seed jansson's object hashing now, at start: it reads /dev/urandom the
+ * first time an object is made, which would otherwise be the first
+ * request's work. */
+void hk_json_init(void);
+
 enum hk_decode_result hk_webhook_decode(const char *body, size_t len, struct hk_webhook_in *in);
 void hk_webhook_in_free(struct hk_webhook_in *in);
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/buf.h"
+#include "core/clock.h"
 
 /* Exact bytes, embedded NULs included; prints both sides on failure. */
 #define assert_bytes(b, exp, exp_len)                                              \
@@ -520,4 +521,39 @@ Test(iso, is_27_bytes)
     hk_buf_put_iso_us(&b, INT64_C(1795978981123456));
     cr_assert_eq(b.len, 27);
     hk_buf_free(&b);
+}
+
+/* hk_utc_tm is gmtime_r without the timezone: the same fields for every
+ * second of leap days, century and era boundaries, before 1970 and far
+ * after 2038. */
+Test(buf, utc_tm_agrees_with_gmtime)
+{
+    static const int64_t at[] = {0, -1, 59, 86399, 86400, 951782400 /* 2000-02-29 */, 951868799,
+                                 4107542399 /* 2100-02-28T23:59:59 */, 4107542400, -2208988800 /* 1900 */,
+                                 -62135596800 /* 0001-01-01 */, 253402300799 /* 9999-12-31T23:59:59 */,
+                                 1796083200 /* 2026-12-01 */, 2147483647, 2147483648};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        for (int64_t d = -2; d <= 2; d++) {
+            time_t t = (time_t)(at[i] + d);
+            struct tm want, got;
+            cr_assert_not_null(gmtime_r(&t, &want));
+            hk_utc_tm(at[i] + d, &got);
+            cr_assert(got.tm_year == want.tm_year && got.tm_mon == want.tm_mon && got.tm_mday == want.tm_mday &&
+                          got.tm_wday == want.tm_wday && got.tm_hour == want.tm_hour &&
+                          got.tm_min == want.tm_min && got.tm_sec == want.tm_sec,
+                      "%lld: %d-%d-%d wd%d %d:%d:%d, gmtime %d-%d-%d wd%d %d:%d:%d", (long long)t, got.tm_year,
+                      got.tm_mon, got.tm_mday, got.tm_wday, got.tm_hour, got.tm_min, got.tm_sec, want.tm_year,
+                      want.tm_mon, want.tm_mday, want.tm_wday, want.tm_hour, want.tm_min, want.tm_sec);
+        }
+    }
+    /* Every day over four centuries, at noon. */
+    for (int64_t day = -146097; day < 146097; day += 1) {
+        time_t t = (time_t)(day * 86400 + 43200);
+        struct tm want, got;
+        cr_assert_not_null(gmtime_r(&t, &want));
+        hk_utc_tm(day * 86400 + 43200, &got);
+        if (got.tm_year != want.tm_year || got.tm_mon != want.tm_mon || got.tm_mday != want.tm_mday ||
+            got.tm_wday != want.tm_wday)
+            cr_assert_fail("day %lld differs", (long long)day);
+    }
 }

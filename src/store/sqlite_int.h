@@ -48,6 +48,7 @@ struct sq_store {
         *keep_src, *vacuum, *pages;
     uv_thread_t writer;
     bool writer_started;            /* guarded by mu */
+    bool sync_full;                 /* synchronous=FULL, else NORMAL (set at open) */
     int busy_ms;
     atomic_int health;              /* 0, or HK_EUNAVAIL while `spell` lasts */
     atomic_int read_spell;          /* 0, or the code the failing reads get */

@@ -287,6 +287,7 @@ out:
  * database) and a sync of the directory that holds the new file. */
 static int set_sync(struct sq_store *st, bool sync_full, bool fresh)
 {
+    st->sync_full = sync_full;
     int rc = sqlite3_exec(st->db, sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
                           NULL, NULL, NULL);
     if (rc != SQLITE_OK || !fresh)

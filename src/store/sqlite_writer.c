@@ -837,14 +837,16 @@ static void complete_batch(struct hk_store_op *batch)
     }
 }
 
-/* The first write after an open starts the WAL over (a new header, synced,
- * and the directory synced when the file is new): three syncs instead of
- * one. A write that changes nothing pays them as the writer starts, beside
- * the rest of the start-up (the main thread's is CPU, this is the disk),
- * instead of the first webhook after ready. A failure is left to that
- * first write, which reports it. */
+/* The first write after an open starts the WAL over: a new header, synced
+ * on its own with synchronous=FULL, and the directory synced when the file
+ * is new; three syncs instead of one. A write that changes nothing does
+ * that as the writer starts, with synchronous=NORMAL (no sync of its own:
+ * it has nothing to keep, and the next commit's sync covers the header),
+ * so that the first webhook after ready finds the WAL going. A failure is
+ * left to that first write, which reports it. */
 static void prime_wal(struct sq_store *st)
 {
+    sqlite3_exec(st->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
     /* The probe's statements (a row in and out of schema_version): an
      * UPDATE that changes nothing writes nothing. */
     int rc = step_once(st->begin);
@@ -856,6 +858,8 @@ static void prime_wal(struct sq_store *st)
         rc = step_once(st->commit);
     if (rc != SQLITE_DONE && !sqlite3_get_autocommit(st->db))
         step_once(st->rollback);
+    sqlite3_exec(st->db, st->sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", NULL, NULL,
+                 NULL);
 }
 
 static void writer_main(void *arg)

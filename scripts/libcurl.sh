@@ -59,6 +59,7 @@ cd build-lean
     --without-libgsasl --without-gssapi --without-zsh-functions-dir --without-fish-functions-dir \
     CFLAGS="-O2 -ffunction-sections -fdata-sections -ffile-prefix-map=$srcdir=${srcdir##*/}" >configure.log 2>&1 ||
     { tail -30 configure.log >&2; exit 1; }
+unset MAKELEVEL MAKEFLAGS MFLAGS   # our own make, not a sub-make of the caller's (libpq.sh)
 make -s -j"${LEAN_JOBS:-$(nproc)}" -C lib libcurl.la >make.log 2>&1 || { tail -30 make.log >&2; exit 1; }
 cp lib/.libs/libcurl.a "$prefix/lib/"
 cp ../include/curl/*.h "$prefix/include/curl/"

@@ -41,7 +41,13 @@ cd "$srcdir/build-lean"
     CFLAGS="-O2 -ffunction-sections -fdata-sections -ffile-prefix-map=$srcdir=${srcdir##*/}" >configure.log 2>&1 ||
     { tail -30 configure.log >&2; exit 1; }
 jobs=${LEAN_JOBS:-$(nproc)}
-make -s -j"$jobs" -C src/include >make.log 2>&1 &&
+# A make of our own, not a sub-make of whoever called us (`make test` runs
+# this through meson): PostgreSQL's makefiles generate their headers
+# (utils/errcodes.h and the like) only at MAKELEVEL 0, and a caller's
+# MAKEFLAGS would bring its jobserver and options.
+unset MAKELEVEL MAKEFLAGS MFLAGS
+make -s -C src/backend generated-headers >make.log 2>&1 &&
+    make -s -j"$jobs" -C src/include >>make.log 2>&1 &&
     make -s -j"$jobs" -C src/common >>make.log 2>&1 &&
     make -s -j"$jobs" -C src/port >>make.log 2>&1 &&
     make -s -j"$jobs" -C src/interfaces/libpq all-static-lib >>make.log 2>&1 ||

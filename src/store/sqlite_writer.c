@@ -759,10 +759,11 @@ static void spell_ok(struct sq_store *st)
  * ready gets no traffic. So the idle writer makes a write of its own every
  * HK_SQLITE_PROBE_MS. It must commit, since only a commit meets a full or
  * failing disk, and it must change nothing anyone reads. */
-static void probe(struct sq_store *st)
+/* A committed write that leaves nothing: a row into schema_version and
+ * out again (an UPDATE that changes nothing writes nothing). SQLITE_DONE,
+ * or the error, rolled back. */
+static int write_nothing(struct sq_store *st)
 {
-    if (st->spell == HK_EFULL && !disk_has_room(st))
-        return;
     int rc = step_once(st->begin);
     if (rc == SQLITE_DONE)
         rc = step_once(st->probe_ins);
@@ -770,13 +771,20 @@ static void probe(struct sq_store *st)
         rc = step_once(st->probe_del);
     if (rc == SQLITE_DONE)
         rc = step_once(st->commit);
-    if (rc == SQLITE_DONE) {
-        spell_ok(st);
-        return;
-    }
-    if (!sqlite3_get_autocommit(st->db))
+    if (rc != SQLITE_DONE && !sqlite3_get_autocommit(st->db))
         step_once(st->rollback);
-    spell_fail(st, hk__sq_store_err(rc), rc, 0);
+    return rc;
+}
+
+static void probe(struct sq_store *st)
+{
+    if (st->spell == HK_EFULL && !disk_has_room(st))
+        return;
+    int rc = write_nothing(st);
+    if (rc == SQLITE_DONE)
+        spell_ok(st);
+    else
+        spell_fail(st, hk__sq_store_err(rc), rc, 0);
 }
 
 /* ---- the thread ------------------------------------------------------------ */
@@ -838,26 +846,17 @@ static void complete_batch(struct hk_store_op *batch)
 }
 
 /* The first write after an open starts the WAL over: a new header, synced
- * on its own with synchronous=FULL, and the directory synced when the file
- * is new; three syncs instead of one. A write that changes nothing does
- * that as the writer starts, with synchronous=NORMAL (no sync of its own:
- * it has nothing to keep, and the next commit's sync covers the header),
- * so that the first webhook after ready finds the WAL going. A failure is
- * left to that first write, which reports it. */
+ * on its own, and the directory synced when the file is new; with
+ * synchronous=FULL the commit's own sync comes on top. A write that leaves
+ * nothing (write_nothing) does that as the writer starts, beside the rest
+ * of the start, with synchronous=NORMAL (its commit is not synced: it has
+ * nothing to keep), so that the first webhook after ready finds the WAL
+ * going and pays its own sync only. A failure is left to that first write,
+ * which reports it. */
 static void prime_wal(struct sq_store *st)
 {
     sqlite3_exec(st->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
-    /* The probe's statements (a row in and out of schema_version): an
-     * UPDATE that changes nothing writes nothing. */
-    int rc = step_once(st->begin);
-    if (rc == SQLITE_DONE)
-        rc = step_once(st->probe_ins);
-    if (rc == SQLITE_DONE)
-        rc = step_once(st->probe_del);
-    if (rc == SQLITE_DONE)
-        rc = step_once(st->commit);
-    if (rc != SQLITE_DONE && !sqlite3_get_autocommit(st->db))
-        step_once(st->rollback);
+    (void)write_nothing(st);
     sqlite3_exec(st->db, st->sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", NULL, NULL,
                  NULL);
 }

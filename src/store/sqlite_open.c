@@ -234,8 +234,8 @@ static int pragma_int(sqlite3 *db, const char *sql, int *out)
  * set by hk_sqlite_open once the schema is there (set_sync). A new file
  * (`fresh`: none, or empty) is made with synchronous=OFF: there is nothing
  * to lose in it yet, and its making (a rollback-journal transaction to
- * switch it to WAL, then the schema) would otherwise sync the disk ten
- * times; set_sync makes it durable with one checkpoint instead. SQLITE_OK,
+ * switch it to WAL, then the schema) synced the disk eleven times;
+ * set_sync makes it durable with one checkpoint instead. SQLITE_OK,
  * or the error (errbuf set when SQLite's message would not say enough). */
 static int open_writer_db(struct sq_store *st, bool fresh, char *errbuf, size_t errlen)
 {

@@ -686,6 +686,27 @@ _Static_assert(S_COUNT <= 64, "a connection's prepared statements are a 64-bit s
  * the first request. */
 static const enum stmt_id hot[] = {S_INS, S_INS_HOOK, S_LIST0, S_GET, S_TOK_GET};
 
+/* Every parameter in binary. */
+static const int binary_fmt[MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+/* Prepare `id` unless this connection has it (or has its Parse on the
+ * way): 1 when a Parse went out (*prep = id), 0 when none was needed, -1
+ * on libpq's error. The bit is set at once, so the next use in the same
+ * pipeline does not send a second Parse; hk__pg_unprepare takes it back if
+ * the Parse does not succeed. */
+static int prepare(PGconn *pc, enum stmt_id id, uint64_t *prepared, int *prep)
+{
+    uint64_t bit = UINT64_C(1) << id;
+    *prep = -1;
+    if (*prepared & bit)
+        return 0;
+    if (!hk_pq.PQsendPrepare(pc, stmts[id].name, stmts[id].sql, stmts[id].nparams, stmts[id].types))
+        return -1;
+    *prepared |= bit;
+    *prep = (int)id;
+    return 1;
+}
+
 int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check, uint64_t *prepared)
 {
     int n = 0;
@@ -715,41 +736,21 @@ int hk__pg_send_setup(PGconn *pc, uint64_t timeout_ms, bool check, uint64_t *pre
         n++;
     }
     for (size_t i = 0; i < sizeof hot / sizeof hot[0]; i++, n++) {
-        enum stmt_id id = hot[i];
-        if (!hk_pq.PQsendPrepare(pc, stmts[id].name, stmts[id].sql, stmts[id].nparams, stmts[id].types))
+        int prep;
+        if (prepare(pc, hot[i], prepared, &prep) < 0)
             return -1;
-        *prepared |= UINT64_C(1) << id;
     }
     /* The first page of the list, LIMIT 0: planning it loads the
      * statistics and index details its plan needs, about 1 ms of a fresh
      * backend's time that the first GET would otherwise wait for. */
-    static const int fmt[MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     struct hk_list_query q = {.limit = 1};
     struct params p = {0};
     enum stmt_id id = bind_list(&q, &p);
     p.v[3] = be64(p.b2, 0);
-    if (!hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, fmt, stmts[id].binary))
+    if (!hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, binary_fmt, stmts[id].binary))
         return -1;
     n++;
     return hk_pq.PQpipelineSync(pc) ? n : -1;
-}
-
-/* Prepare `id` unless this connection has it (or has its Parse on the
- * way): 1 when a Parse went out (*prep = id), 0 when none was needed, -1
- * on libpq's error. The bit is set at once, so the next use in the same
- * pipeline does not send a second Parse; hk__pg_unprepare takes it back if
- * the Parse does not succeed. */
-static int prepare(PGconn *pc, enum stmt_id id, uint64_t *prepared, int *prep)
-{
-    uint64_t bit = UINT64_C(1) << id;
-    *prep = -1;
-    if (*prepared & bit)
-        return 0;
-    if (!hk_pq.PQsendPrepare(pc, stmts[id].name, stmts[id].sql, stmts[id].nparams, stmts[id].types))
-        return -1;
-    *prepared |= bit;
-    *prep = (int)id;
-    return 1;
 }
 
 void hk__pg_unprepare(uint64_t *prepared, int id)
@@ -760,7 +761,6 @@ void hk__pg_unprepare(uint64_t *prepared, int id)
 
 int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op, uint64_t *prepared, int *prep)
 {
-    static const int fmt[MAX_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     struct params p = {0};
     enum stmt_id id;
     switch (op->kind) {
@@ -807,7 +807,7 @@ int hk__pg_send_op(PGconn *pc, const struct hk_store_op *op, uint64_t *prepared,
     }
     assert(p.n == stmts[id].nparams);
     int r = prepare(pc, id, prepared, prep);
-    if (r >= 0 && !hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, fmt, stmts[id].binary))
+    if (r >= 0 && !hk_pq.PQsendQueryPrepared(pc, stmts[id].name, p.n, p.v, p.len, binary_fmt, stmts[id].binary))
         r = -1;
     hk_buf_free(&p.arr);
     return r;

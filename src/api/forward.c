@@ -5,10 +5,14 @@
  * on_row holds it); loop 0 also claims what is due (retries, rows of dead
  * processes, FIFO sources, rows past the memory budget, redeliveries).
  * Each attempt ends in a SETTLE: delivered, pending again later, or failed.
+ * The rows a sink took during one turn of the loop share one SETTLE (a
+ * batch of up to HK_SETTLE_BATCH_MAX); a retry or a failure has its own.
  *
  * Ownership: a `struct send` (one per request in flight, from the loop's
  * free list) owns copies of what the request needs: the encoded headers
- * and body, and a reference to the sources snapshot whose URL it uses. */
+ * and body, and a reference to the sources snapshot whose URL it uses. A
+ * `struct batch` (the loop's) owns its rows' ids and outcomes; the sends
+ * are over once their rows are in one. */
 #include "api/forward.h"
 
 #include <inttypes.h>
@@ -96,6 +100,18 @@ struct send {
     char error[ERROR_MAX + 1];
 };
 
+/* Rows the sink took, on their way to the store in one SETTLE. Until it
+ * commits they stay leased to this process (a crash sends them again). */
+struct batch {
+    struct hk_store_op op;
+    struct hk_fwd_loop *fl;
+    struct batch *next;              /* the loop's free or retry list */
+    uint64_t t0;                     /* when submitted */
+    unsigned tries;                  /* submissions the store turned away */
+    uint32_t n;
+    struct hk_settle_item items[HK_SETTLE_BATCH_MAX];
+};
+
 struct hk_fwd_loop {
     struct hk_forwarder *f;
     struct hk_api_loop *L;
@@ -106,7 +122,12 @@ struct hk_fwd_loop {
     bool stopping;
     /* Settles the store turned away (busy, down), submitted again soon. */
     struct send *retry;
+    struct batch *bretry;
     uv_timer_t retry_timer;
+    /* The batch this turn of the loop fills, submitted before the loop
+     * waits again (`flush`) or when full; idle batches. */
+    struct batch *open, *bfree;
+    uv_prepare_t flush;
     /* Loop 0: the claimer. */
     uv_timer_t timer;
     uv_async_t wake;                 /* another loop asks for a claim */
@@ -328,6 +349,7 @@ static bool reserve(struct hk_forwarder *f, struct sink *k, uint64_t bytes)
 }
 
 static void settle_submit(struct send *s);
+static void batch_submit(struct batch *b);
 static void on_retry_settles(uv_timer_t *t);
 
 /* Turned away by a busy or unavailable store: keep the outcome and submit
@@ -388,6 +410,14 @@ static void settle_submit(struct send *s)
 static void on_retry_settles(uv_timer_t *t)
 {
     struct hk_fwd_loop *fl = t->data;
+    struct batch *b = fl->bretry;
+    fl->bretry = NULL;
+    while (b) {
+        struct batch *next = b->next;
+        b->next = NULL;
+        batch_submit(b);
+        b = next;
+    }
     struct send *s = fl->retry;
     fl->retry = NULL;
     while (s) {
@@ -427,6 +457,112 @@ static void settle(struct send *s, uint8_t state, int64_t next_us, int status)
     settle_as(s, state, next_us, status, true);
 }
 
+/* ---- delivered rows, in batches -------------------------------------------- */
+
+/* The batch is over (written, or dropped): its rows no longer count as
+ * waiting for the store. */
+static void batch_put(struct batch *b)
+{
+    struct hk_fwd_loop *fl = b->fl;
+    atomic_fetch_sub_explicit(&fl->f->settling, b->n, memory_order_relaxed);
+    b->n = 0;
+    b->next = fl->bfree;
+    fl->bfree = b;
+    claim_soon(fl);
+}
+
+/* As settle_later, for a batch. */
+static void batch_later(struct batch *b)
+{
+    struct hk_fwd_loop *fl = b->fl;
+    if (fl->L->stopping || !fl->L->sl || b->tries++ >= 600) {
+        atomic_fetch_add_explicit(&fl->f->settle_errors, b->n, memory_order_relaxed);
+        batch_put(b);
+        return;
+    }
+    b->next = fl->bretry;
+    fl->bretry = b;
+    if (!uv_is_active((uv_handle_t *)&fl->retry_timer))
+        uv_timer_start(&fl->retry_timer, on_retry_settles, 100, 0);
+}
+
+static void batch_done(struct hk_store_op *op)
+{
+    struct batch *b = op->data;
+    struct hk_fwd_loop *fl = b->fl;
+    hk_obs_store(fl->L->obs, HK_OP_SETTLE, op->status, hk_mono_ns() - b->t0);
+    hk_api_bg_end(fl->L);
+    if (transient(op->status)) {
+        batch_later(b);
+        return;
+    }
+    if (op->status < 0)
+        atomic_fetch_add_explicit(&fl->f->settle_errors, b->n, memory_order_relaxed);
+    batch_put(b);
+}
+
+static void batch_submit(struct batch *b)
+{
+    struct hk_fwd_loop *fl = b->fl;
+    if (!fl->L->sl) {
+        batch_put(b);   /* the leases end; the rows are claimed again */
+        return;
+    }
+    struct hk_store_op *op = &b->op;
+    memset(op, 0, sizeof *op);
+    op->kind = HK_OP_SETTLE;
+    op->fwd.owner = fl->f->owner;
+    op->fwd.delivered = b->items;
+    op->fwd.ndelivered = b->n;
+    op->on_done = batch_done;
+    op->data = b;
+    b->t0 = hk_mono_ns();
+    hk_api_bg_begin(fl->L);
+    if (hk_store_submit(fl->L->sl, op) < 0) {
+        hk_api_bg_end(fl->L);
+        batch_later(b);
+    }
+}
+
+/* The loop is about to wait: what it delivered this turn goes to the store. */
+static void on_flush(uv_prepare_t *h)
+{
+    struct hk_fwd_loop *fl = h->data;
+    struct batch *b = fl->open;
+    uv_prepare_stop(h);
+    fl->open = NULL;
+    if (b)
+        batch_submit(b);
+}
+
+/* The sink took s's row: into this turn's batch, and the send is over. */
+static void delivered(struct send *s, int status)
+{
+    struct hk_fwd_loop *fl = s->fl;
+    struct batch *b = fl->open;
+    if (!b) {
+        b = fl->bfree;
+        if (b)
+            fl->bfree = b->next;
+        else if (!(b = malloc(sizeof *b)))
+            abort();
+        b->fl = fl;
+        b->next = NULL;
+        b->tries = 0;
+        b->n = 0;
+        fl->open = b;
+        uv_prepare_start(&fl->flush, on_flush);
+    }
+    b->items[b->n++] = (struct hk_settle_item){.id = s->id, .attempts = s->attempts + 1, .status = status};
+    atomic_fetch_add_explicit(&fl->f->settling, 1, memory_order_relaxed);
+    send_put(s);
+    if (b->n == HK_SETTLE_BATCH_MAX) {
+        fl->open = NULL;
+        uv_prepare_stop(&fl->flush);
+        batch_submit(b);
+    }
+}
+
 static void note_due(struct hk_fwd_loop *fl, int64_t next_us);
 
 static void sent(struct hk_out_req *req, const struct hk_out_result *res)
@@ -463,7 +599,7 @@ static void sent(struct hk_out_req *req, const struct hk_out_result *res)
         atomic_fetch_add_explicit(&f->lat[i], 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&f->lat_sum_us, (uint64_t)(now > s->received_us ? now - s->received_us : 0),
                                   memory_order_relaxed);
-        settle(s, HK_DLV_DELIVERED, 0, res->status);
+        delivered(s, res->status);
         return;
     }
     case HK_RETRY_AGAIN: {
@@ -859,6 +995,8 @@ void hk_forward_loop_start(struct hk_api_loop *L)
     L->fwd = fl;
     uv_timer_init(&L->w->loop, &fl->retry_timer);
     fl->retry_timer.data = fl;
+    uv_prepare_init(&L->w->loop, &fl->flush);
+    fl->flush.data = fl;
     if (L->w->index == 0) {
         uv_timer_init(&L->w->loop, &fl->timer);
         uv_async_init(&L->w->loop, &fl->wake, on_wake);
@@ -889,8 +1027,11 @@ void hk_forward_loop_stop(struct hk_api_loop *L)
     fl->out = NULL;
     /* Claimed rows still waiting for their sink go back (pending, due now). */
     run_waiting(fl);
-    /* Outcomes the store turned away get one last try now; what it turns
-     * away again is dropped (the lease ends: sent again after a restart). */
+    /* This turn's deliveries go to the store now; outcomes the store
+     * turned away get one last try; what it turns away again is dropped
+     * (the lease ends: sent again after a restart). */
+    on_flush(&fl->flush);
+    uv_close((uv_handle_t *)&fl->flush, NULL);
     uv_timer_stop(&fl->retry_timer);
     on_retry_settles(&fl->retry_timer);
     uv_close((uv_handle_t *)&fl->retry_timer, NULL);
@@ -907,6 +1048,11 @@ void hk_forward_loop_free(struct hk_api_loop *L)
         hk_buf_free(&s->hdr);
         hk_buf_free(&s->body);
         free(s);
+    }
+    while (fl->bfree) {
+        struct batch *b = fl->bfree;
+        fl->bfree = b->next;
+        free(b);
     }
     if (fl->claim_snap)
         hk_sources_unref(fl->claim_snap);

@@ -237,7 +237,7 @@ static void deliver_write(struct pg_loop *pl, struct hk_store_op *op, PGresult *
         deliver_rows(op, res);
         return;
     case HK_OP_SETTLE:
-        op->status = hk__pg_settle_of(res);
+        op->status = hk__pg_settle_of(res, op);
         op->on_done(op);
         return;
     case HK_OP_PURGE:

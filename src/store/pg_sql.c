@@ -23,6 +23,7 @@
 #define OID_INT8 20
 #define OID_TEXT 25
 #define OID_TEXT_ARRAY 1009
+#define OID_INT8_ARRAY 1016
 #define OID_TIMESTAMPTZ 1184
 /* timestamptz's binary form: int8 microseconds since 2000-01-01 UTC, with
  * -infinity and infinity at the ends of int8. */
@@ -138,7 +139,7 @@ enum stmt_id {
     S_LIST0, S_LFAIL0 = S_LIST0 + 8, S_LPEND0 = S_LFAIL0 + 4, S_LASC0 = S_LPEND0 + 4, S_PING = S_LASC0 + 8,
     S_TOK_PUT, S_TOK_GET, S_TOK_LIST, S_TOK_REVOKE, S_SES_PUT, S_SES_GET, S_SES_DEL,
     S_STATS,
-    S_CLAIM, S_SETTLE, S_REDELIVER, S_PURGE_ALL, S_PURGE_SRC, S_HORIZON, S_NOTIFY,
+    S_CLAIM, S_SETTLE, S_SETTLE_MANY, S_REDELIVER, S_PURGE_ALL, S_PURGE_SRC, S_HORIZON, S_NOTIFY,
     S_COUNT
 };
 
@@ -393,6 +394,22 @@ static const struct {
                   " FROM r WHERE w.id = r.id AND r.mine)"
                   " SELECT mine FROM r",
                   8, {OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_INT8, OID_TEXT, OID_INT8}, 1},
+    /* SETTLE as a batch (store.h): $1 ids, $2 owner, $3 now, $4 attempts,
+     * $5 statuses, the arrays in step; every row DELIVERED under the same
+     * lease rule, in one statement: a sink's 2xx costs the database a
+     * row's update, not a transaction's start, lock and commit. The UPDATE
+     * locks the rows itself (a claim's SKIP LOCKED passes them by); a
+     * concurrent change of a row's lease is seen again by the WHERE. The
+     * answer is how many it wrote: a row gone or another owner's needs
+     * nothing from the caller. */
+    [S_SETTLE_MANY] = {"settle_many",
+                       "WITH u AS (UPDATE webhooks AS w SET dstate = 2, dattempts = v.a, dlast_status = v.s,"
+                       " dlast_error = NULL, dnext_us = NULL, dupdated_us = $3, dlease_owner = NULL, dlease_us = NULL"
+                       " FROM unnest($1::int8[], $4::int8[], $5::int8[]) AS v(id, a, s)"
+                       " WHERE w.id = v.id AND (w.dlease_owner IS NULL OR w.dlease_owner = $2 OR w.dlease_us < $3)"
+                       " RETURNING 1)"
+                       " SELECT count(*) FROM u",
+                       5, {OID_INT8_ARRAY, OID_INT8, OID_INT8, OID_INT8_ARRAY, OID_INT8_ARRAY}, 1},
     /* REDELIVER (store.h): $1 id, $2 now. */
     [S_REDELIVER] = {"redeliver",
                      "UPDATE webhooks SET dstate = 1, dattempts = 0, dnext_us = $2, dlease_owner = NULL,"
@@ -639,8 +656,42 @@ static enum stmt_id bind_list(const struct hk_list_query *q, struct params *p)
     return S_LIST0 + bits;
 }
 
+/* Three int8[] in binary form, one after the other in p->arr, of the
+ * batch's ids, attempts and statuses ($1, $4, $5); the pointers are taken
+ * once the buffer has stopped growing. */
+static enum stmt_id bind_settle_many(const struct hk_store_op *op, struct params *p)
+{
+    struct hk_buf *b = &p->arr;
+    size_t n = op->fwd.ndelivered, off[3];
+    static const int at[3] = {0, 3, 4};
+    for (int a = 0; a < 3; a++) {
+        off[a] = b->len;
+        put_be32(b, 1);
+        put_be32(b, 0);
+        put_be32(b, OID_INT8);
+        put_be32(b, (uint32_t)n);
+        put_be32(b, 1);
+        for (size_t k = 0; k < n; k++) {
+            const struct hk_settle_item *it = &op->fwd.delivered[k];
+            char v[8];
+            put_be32(b, 8);
+            hk_buf_put(b, be64(v, a == 0 ? it->id : a == 1 ? it->attempts : it->status), 8);
+        }
+    }
+    for (int a = 0; a < 3; a++) {
+        p->v[at[a]] = b->p + off[a];
+        p->len[at[a]] = (int)((a < 2 ? off[a + 1] : b->len) - off[a]);
+    }
+    param_i64(p, 1, op->fwd.owner);
+    param_i64(p, 2, op->now_us);
+    p->n = 5;
+    return S_SETTLE_MANY;
+}
+
 static enum stmt_id bind_settle(const struct hk_store_op *op, struct params *p)
 {
+    if (op->fwd.ndelivered)
+        return bind_settle_many(op, p);
     const struct hk_delivery *d = &op->row.delivery;
     param_i64(p, 0, op->id);
     param_i64(p, 1, op->fwd.owner);
@@ -889,9 +940,8 @@ bool hk__pg_params_ok(const struct hk_store_op *op)
         return op->fwd.owner > 0 && op->list.limit >= 1 && op->list.limit <= PG_CLAIM_MAX &&
                names_ok(op->fwd.fifo, op->fwd.fifo ? op->fwd.nfifo : 0);
     case HK_OP_SETTLE:
-        return op->fwd.owner > 0 && op->row.delivery.state >= HK_DLV_PENDING &&
-               op->row.delivery.state <= HK_DLV_FAILED &&
-               text_ok(op->row.delivery.last_error, op->row.delivery.last_error_len);
+        return op->fwd.owner > 0 && hk__settle_ok(op) &&
+               (op->fwd.ndelivered || text_ok(op->row.delivery.last_error, op->row.delivery.last_error_len));
     case HK_OP_PURGE:
         return op->purge && op->purge->limit > 0 &&
                (op->purge->source ? text_ok(op->purge->source, strlen(op->purge->source))
@@ -1023,8 +1073,16 @@ bool hk__pg_horizon_of(const PGresult *res, struct hk_feed_horizon *h)
     return true;
 }
 
-int hk__pg_settle_of(const PGresult *res)
+int hk__pg_settle_of(const PGresult *res, struct hk_store_op *op)
 {
+    if (op->fwd.ndelivered) {
+        int64_t n;
+        if (hk_pq.PQntuples(res) != 1 || hk_pq.PQnfields(res) != 1 || !i64_of(res, 0, 0, &n) || n < 0 ||
+            (uint64_t)n > op->fwd.ndelivered)
+            return HK_ESTORE;
+        op->fwd.settled = (uint32_t)n;
+        return 0;
+    }
     if (hk_pq.PQntuples(res) == 0)
         return HK_ENOTFOUND;
     if (hk_pq.PQntuples(res) != 1 || hk_pq.PQnfields(res) != 1 || hk_pq.PQgetisnull(res, 0, 0) ||

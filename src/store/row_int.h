@@ -2,8 +2,8 @@
  * What both stores check of an ingress row (store.h: INSERT) before it goes
  * anywhere near the database, so that the two answer the same HK_EINVAL for
  * the same row, and PostgreSQL never sees a value it would refuse in a
- * group other ops share; and a list's time bounds, read the same way by
- * both. Not for use outside src/store/. */
+ * group other ops share; a list's time bounds, read the same way by
+ * both; and a SETTLE's outcome. Not for use outside src/store/. */
 #ifndef HK_STORE_ROW_INT_H
 #define HK_STORE_ROW_INT_H
 
@@ -76,6 +76,23 @@ static inline int hk__row_begin(struct hk_store_op *op)
 static inline int64_t hk__list_time(int64_t us)
 {
     return us < HK_STORE_LIST_TIME_MIN ? HK_STORE_LIST_TIME_MIN : us > HK_STORE_TIME_MAX ? HK_STORE_TIME_MAX : us;
+}
+
+/* A SETTLE's outcome as both stores take it (store.h): a state a settle
+ * may write, or a batch of 1..HK_SETTLE_BATCH_MAX rows with ids, attempts
+ * and HTTP statuses that could be real. */
+static inline bool hk__settle_ok(const struct hk_store_op *op)
+{
+    if (op->fwd.ndelivered == 0)
+        return op->row.delivery.state >= HK_DLV_PENDING && op->row.delivery.state <= HK_DLV_FAILED;
+    if (op->fwd.ndelivered > HK_SETTLE_BATCH_MAX || !op->fwd.delivered)
+        return false;
+    for (size_t i = 0; i < op->fwd.ndelivered; i++) {
+        const struct hk_settle_item *it = &op->fwd.delivered[i];
+        if (it->id <= 0 || it->attempts < 1 || it->status < 100 || it->status > 999)
+            return false;
+    }
+    return true;
 }
 
 #endif

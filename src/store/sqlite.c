@@ -642,8 +642,7 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
     case HK_OP_PURGE:
         if ((op->kind != HK_OP_PURGE && op->fwd.owner <= 0) ||
             (op->kind == HK_OP_CLAIM && (op->list.limit == 0 || op->list.limit > 1000)) ||
-            (op->kind == HK_OP_SETTLE && (op->row.delivery.state < HK_DLV_PENDING ||
-                                          op->row.delivery.state > HK_DLV_FAILED)) ||
+            (op->kind == HK_OP_SETTLE && !hk__settle_ok(op)) ||
             (op->kind == HK_OP_PURGE && (!op->purge || op->purge->limit == 0))) {
             op->status = HK_EINVAL;
             op->on_done(op);

@@ -520,10 +520,49 @@ static int run_claim(struct sq_store *st, struct hk_store_op *op)
     return SQLITE_OK;
 }
 
+/* SETTLE as a batch (store.h): the single SETTLE's statement once per
+ * row, inside the writer's transaction. */
+static int run_settle_batch(struct sq_store *st, struct hk_store_op *op)
+{
+    sqlite3_stmt *stmt = st->settle;
+    uint32_t settled = 0;
+    for (size_t i = 0; i < op->fwd.ndelivered; i++) {
+        const struct hk_settle_item *it = &op->fwd.delivered[i];
+        int rc = sqlite3_bind_int64(stmt, 1, it->id);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int(stmt, 2, HK_DLV_DELIVERED);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int(stmt, 3, it->attempts);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_null(stmt, 4);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int(stmt, 5, it->status);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_null(stmt, 6);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int64(stmt, 7, op->now_us);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_bind_int64(stmt, 8, op->fwd.owner);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(stmt);
+        sqlite3_reset(stmt);
+        if (rc != SQLITE_DONE)
+            return rc == SQLITE_OK ? SQLITE_ERROR : rc;
+        if (sqlite3_changes(st->db) > 0)
+            settled++;
+    }
+    sqlite3_clear_bindings(stmt);
+    op->fwd.settled = settled;
+    op->status = 0;
+    return SQLITE_OK;
+}
+
 /* SETTLE (store.h). */
 static int run_settle(struct sq_store *st, struct hk_store_op *op)
 {
     sqlite3_stmt *stmt = st->settle;
+    if (op->fwd.ndelivered)
+        return run_settle_batch(st, op);
     const struct hk_delivery *d = &op->row.delivery;
     int rc = sqlite3_bind_int64(stmt, 1, op->id);
     if (rc == SQLITE_OK)

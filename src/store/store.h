@@ -40,11 +40,25 @@ struct hk_list_query {
 
 /* Forwarding's side of an op (docs/forwarding.md). `owner` names the
  * process holding a lease: a random non-zero 63-bit number per process. */
+/* One row a sink took, in a SETTLE batch. */
+struct hk_settle_item {
+    int64_t id;
+    int32_t attempts;          /* made, this one included */
+    int32_t status;            /* the sink's HTTP status */
+};
+
+/* Rows in one SETTLE batch, at most. */
+#define HK_SETTLE_BATCH_MAX 64
+
 struct hk_fwd_op {
     int64_t owner;
     int64_t lease_us;          /* INSERT (optional), CLAIM: the lease's end, unix microseconds */
     const char *const *fifo;   /* CLAIM: sources delivered in order (NUL-terminated names), or NULL */
     size_t nfifo;
+    /* SETTLE as a batch: the caller's array, borrowed until on_done. */
+    const struct hk_settle_item *delivered;
+    size_t ndelivered;         /* 0: a single SETTLE (id, row.delivery); else 1..HK_SETTLE_BATCH_MAX */
+    uint32_t settled;          /* out, a batch: rows written */
     uint32_t tag;              /* the caller's bookkeeping; the store neither reads nor writes it */
 };
 
@@ -207,6 +221,12 @@ typedef void (*hk_store_stats_cb)(struct hk_store_op *op, const struct hk_source
  *         updated_us = now, and ends the lease, if the row is leased to
  *         fwd.owner or not leased at all; HK_ECONFLICT when another owner
  *         holds it (nothing changes); HK_ENOTFOUND when the row is gone.
+ *         With fwd.ndelivered > 0 (id and row.delivery unused), a batch:
+ *         each row of fwd.delivered as DELIVERED with its attempts and
+ *         status (last_error and next_us NULL), under the same lease rule,
+ *         in one statement (SQLite: one transaction); rows gone or another
+ *         owner's are left as they are. status 0 and fwd.settled = rows
+ *         written, or an error for the whole batch (nothing written).
  * REDELIVER: in id. Makes the row PENDING again (attempts 0, next_us now,
  *         no lease; last_status and last_error kept), whatever its state,
  *         NONE included. HK_ENOTFOUND when no such row. on_row (may be

@@ -801,6 +801,84 @@ Test(pg_outbox, settle_by_owner_stranger_gone_and_after_the_lease)
     cr_assert_eq(settle(&A, a, 1, HK_DLV_DELIVERED, 1, 200, "bad \xff utf-8", 0), HK_EINVAL);
 }
 
+static int settle_batch(struct ostore *o, const struct hk_settle_item *items, size_t n, int64_t owner,
+                        uint32_t *settled)
+{
+    struct hk_store_op op;
+    struct res r;
+    op_init(&op, &r, o, HK_OP_SETTLE);
+    op.fwd.owner = owner;
+    op.fwd.delivered = items;
+    op.fwd.ndelivered = n;
+    op.fwd.settled = 12345;
+    int rc = run(o, &op);
+    cr_assert_eq(r.n, 0, "SETTLE gave rows");
+    if (settled)
+        *settled = op.fwd.settled;
+    return rc;
+}
+
+/* One statement for the rows a sink took: each under the lease rule, what
+ * it may not write left alone, and the count of what it wrote. */
+Test(pg_outbox, a_settle_batch_delivers_the_rows_it_may)
+{
+    store_open(&A, NULL);
+    int64_t lease = now_us() + 60 * SEC;
+    int64_t mine = insert(&A, "gh", true, 1, lease, NULL);
+    int64_t free_row = insert(&A, "gh", true, 0, 0, NULL);
+    int64_t theirs = insert(&A, "gh", true, 2, lease, NULL);
+    int64_t ended = insert(&A, "gh", true, 3, now_us() - SEC, NULL);
+    int64_t gone = insert(&A, "gh", true, 1, lease, NULL);
+    db_run(A.db, "DELETE FROM webhooks WHERE id = %" PRId64, gone);
+    struct hk_settle_item items[] = {
+        {.id = mine, .attempts = 1, .status = 202},   {.id = free_row, .attempts = 3, .status = 200},
+        {.id = theirs, .attempts = 1, .status = 204}, {.id = ended, .attempts = 2, .status = 201},
+        {.id = gone, .attempts = 1, .status = 200},
+    };
+    int64_t t0 = now_us();
+    uint32_t settled = 0;
+    cr_assert_eq(settle_batch(&A, items, 5, 1, &settled), 0);
+    cr_assert_eq(settled, 3, "mine, the unleased one and the one whose lease ended");
+    struct got g;
+    cr_assert_eq(get(&A, mine, &g), 0);
+    cr_assert_eq(g.d.state, HK_DLV_DELIVERED);
+    cr_assert_eq(g.d.attempts, 1);
+    cr_assert_eq(g.d.last_status, 202);
+    cr_assert_null(g.d.last_error);
+    cr_assert_eq(g.d.next_us, 0);
+    cr_assert_geq(g.d.updated_us, t0);
+    cr_assert_eq(get(&A, free_row, &g), 0);
+    cr_assert_eq(g.d.state, HK_DLV_DELIVERED);
+    cr_assert_eq(g.d.attempts, 3);
+    cr_assert_eq(g.d.last_status, 200);
+    cr_assert_eq(get(&A, ended, &g), 0);
+    cr_assert_eq(g.d.last_status, 201);
+    cr_assert_eq(db_i64(A.db, "SELECT count(*) FROM webhooks WHERE id = %" PRId64
+                              " AND dstate = 1 AND dattempts = 0 AND dlease_owner = 2 AND dupdated_us IS NULL", theirs),
+                 1, "another owner's lease: untouched");
+    cr_assert_eq(count_rows(&A, "dlease_owner IN (1, 3)"), 0, "the leases written end");
+
+    /* Refused whole before sending. */
+    struct hk_settle_item big[HK_SETTLE_BATCH_MAX + 1];
+    for (size_t i = 0; i < HK_SETTLE_BATCH_MAX + 1; i++)
+        big[i] = (struct hk_settle_item){.id = theirs, .attempts = 1, .status = 200};
+    cr_assert_eq(settle_batch(&A, big, HK_SETTLE_BATCH_MAX + 1, 2, NULL), HK_EINVAL);
+    struct hk_settle_item bad = {.id = theirs, .attempts = 1, .status = 42};
+    cr_assert_eq(settle_batch(&A, &bad, 1, 2, NULL), HK_EINVAL);
+    cr_assert_eq(settle_batch(&A, items, 1, 0, NULL), HK_EINVAL);
+    cr_assert_eq(count_rows(&A, "dstate = 1"), 1, "nothing written by a refused batch");
+
+    /* A full batch, in one statement. */
+    struct hk_settle_item full[HK_SETTLE_BATCH_MAX];
+    for (size_t i = 0; i < HK_SETTLE_BATCH_MAX; i++)
+        full[i] = (struct hk_settle_item){.id = insert(&A, "gl", true, 1, lease, NULL), .attempts = 1,
+                                          .status = 200 + (int32_t)(i % 3)};
+    cr_assert_eq(settle_batch(&A, full, HK_SETTLE_BATCH_MAX, 1, &settled), 0);
+    cr_assert_eq(settled, HK_SETTLE_BATCH_MAX);
+    cr_assert_eq(count_rows(&A, "source = 'gl' AND dstate = 2 AND dlast_status BETWEEN 200 AND 202"),
+                 HK_SETTLE_BATCH_MAX);
+}
+
 Test(pg_outbox, redeliver_makes_a_row_pending_again)
 {
     store_open(&A, NULL);

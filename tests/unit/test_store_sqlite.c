@@ -3236,6 +3236,98 @@ Test(store_sqlite, settle_needs_the_lease_and_a_row)
     rm_dir(&c);
 }
 
+/* A SETTLE batch: `n` items, owner; the op's status, and *settled. */
+static int settle_batch(struct ctx *c, const struct hk_settle_item *items, size_t n, int64_t owner,
+                        uint32_t *settled)
+{
+    struct hk_store_op op;
+    struct got g = {0};
+    op_by_id(&op, &g, HK_OP_SETTLE, 0);
+    op.fwd.owner = owner;
+    op.fwd.delivered = items;
+    op.fwd.ndelivered = n;
+    op.fwd.settled = 12345;
+    run_op(c, &op);
+    cr_assert_eq(g.rows, 0);
+    if (settled)
+        *settled = op.fwd.settled;
+    return g.status;
+}
+
+Test(store_sqlite, a_settle_batch_delivers_the_rows_it_may)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, false);
+    int64_t t = now_us();
+    int64_t mine = insert_fwd(&c, "s", "{\"n\":1}", 7, t + 60000000, NULL);
+    int64_t free_row = insert_fwd(&c, "s", "{\"n\":2}", 0, 0, NULL);
+    int64_t theirs = insert_fwd(&c, "s", "{\"n\":3}", 8, t + 60000000, NULL);
+    int64_t ended = insert_fwd(&c, "s", "{\"n\":4}", 9, t - 1, NULL);
+    int64_t gone = insert_fwd(&c, "s", "{\"n\":5}", 7, t + 60000000, NULL);
+    cr_assert_eq(del(&c, gone), 0);
+    struct hk_settle_item items[] = {
+        {.id = mine, .attempts = 1, .status = 202},   {.id = free_row, .attempts = 3, .status = 200},
+        {.id = theirs, .attempts = 1, .status = 204}, {.id = ended, .attempts = 2, .status = 201},
+        {.id = gone, .attempts = 1, .status = 200},
+    };
+    uint32_t settled = 0;
+    cr_assert_eq(settle_batch(&c, items, 5, 7, &settled), 0, "rows gone or another's do not fail the batch");
+    cr_assert_eq(settled, 3, "mine, the unleased one and the one whose lease ended");
+    struct got g = {0};
+    cr_assert_eq(get(&c, mine, &g), 0);
+    cr_assert_eq(g.dstate, HK_DLV_DELIVERED);
+    cr_assert_eq(g.dattempts, 1);
+    cr_assert_eq(g.dstatus, 202);
+    cr_assert_str_eq(g.derror, "(null)");
+    cr_assert_geq(g.dupdated_us, t);
+    got_free(&g);
+    cr_assert_eq(get(&c, free_row, &g), 0);
+    cr_assert_eq(g.dstate, HK_DLV_DELIVERED);
+    cr_assert_eq(g.dattempts, 3);
+    cr_assert_eq(g.dstatus, 200);
+    got_free(&g);
+    cr_assert_eq(get(&c, ended, &g), 0);
+    cr_assert_eq(g.dstatus, 201);
+    got_free(&g);
+    cr_assert_eq(get(&c, theirs, &g), 0);
+    cr_assert_eq(g.dstate, HK_DLV_PENDING, "another owner's lease: untouched");
+    cr_assert_eq(g.dattempts, 0);
+    got_free(&g);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE dlease_owner = 7 OR dlease_owner = 9"), 0,
+                 "the leases written end");
+    /* Nothing claimable is left but the stranger's, whose lease runs. */
+    cr_assert_eq(claim(&c, 10, now_us() + 60000000, 10, NULL, 0, &g), 0);
+    cr_assert_eq(g.nids, 0);
+    got_free(&g);
+    /* Bad batches are refused whole. */
+    struct hk_settle_item big[HK_SETTLE_BATCH_MAX + 1];
+    for (size_t i = 0; i < HK_SETTLE_BATCH_MAX + 1; i++)
+        big[i] = (struct hk_settle_item){.id = theirs, .attempts = 1, .status = 200};
+    cr_assert_eq(settle_batch(&c, big, HK_SETTLE_BATCH_MAX + 1, 8, NULL), HK_EINVAL, "too many rows");
+    struct hk_settle_item bad[][1] = {{{.id = 0, .attempts = 1, .status = 200}},
+                                      {{.id = theirs, .attempts = 0, .status = 200}},
+                                      {{.id = theirs, .attempts = 1, .status = 99}},
+                                      {{.id = theirs, .attempts = 1, .status = 1000}}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert_eq(settle_batch(&c, bad[i], 1, 8, NULL), HK_EINVAL, "bad item %zu", i);
+    cr_assert_eq(settle_batch(&c, NULL, 1, 8, NULL), HK_EINVAL, "no items");
+    cr_assert_eq(settle_batch(&c, items, 1, 0, NULL), HK_EINVAL, "no owner");
+    cr_assert_eq(get(&c, theirs, &g), 0);
+    cr_assert_eq(g.dstate, HK_DLV_PENDING, "nothing written by a refused batch");
+    got_free(&g);
+    /* A full batch of the owner's rows. */
+    struct hk_settle_item full[HK_SETTLE_BATCH_MAX];
+    for (size_t i = 0; i < HK_SETTLE_BATCH_MAX; i++)
+        full[i] = (struct hk_settle_item){.id = insert_fwd(&c, "s", "{}", 7, now_us() + 60000000, NULL),
+                                          .attempts = 1, .status = 200};
+    cr_assert_eq(settle_batch(&c, full, HK_SETTLE_BATCH_MAX, 7, &settled), 0);
+    cr_assert_eq(settled, HK_SETTLE_BATCH_MAX);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks WHERE dstate = 2"), 3 + HK_SETTLE_BATCH_MAX);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
 Test(store_sqlite, redeliver_queues_a_row_again)
 {
     struct ctx c;

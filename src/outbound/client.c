@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,9 @@ struct sock {
     struct hk_out *o;
     curl_socket_t fd;
     int events;                /* what h is started for; 0 when stopped */
+    bool tcp;                  /* an AF_INET or AF_INET6 socket (not the resolver's socketpair) */
+    bool seen_in;              /* curl has waited to read from it: a connection in use */
+    bool parked;               /* its transfer is over and curl keeps the connection (on_socket) */
     struct sock *next;         /* o->spare */
 };
 
@@ -354,6 +358,15 @@ static void on_poll(uv_poll_t *h, int status, int events)
     struct sock *s = h->data;
     struct hk_out *o = s->o;
     int flags = 0, running;
+    if (s->parked) {
+        /* An idle connection became readable: its server closed it (or
+         * said something unasked). curl finds that out when it next takes
+         * the connection, as it would unwatched; until then, no more
+         * wake-ups for it. */
+        uv_poll_stop(&s->h);
+        s->events = 0;
+        return;
+    }
     if (status < 0) {
         /* libuv has stopped the handle; curl fails the transfer or asks
          * for the socket again. */
@@ -401,8 +414,24 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
     (void)e;
     (void)sockp;
     if (what == CURL_POLL_REMOVE) {
-        if (s)
+        /* A connection curl has read from keeps its watch for input while
+         * it waits in curl's cache: the next request on it then costs no
+         * epoll change, where stopping and starting again cost three or
+         * four. Such a socket is active in curl's sense (it has connected),
+         * so curl closes it through on_closesocket, which ends the watch
+         * before the descriptor goes. Any other socket (a connect that
+         * lost, the resolver's socketpair, which curl closes itself) stops
+         * being watched now. */
+        if (s && s->tcp && s->seen_in) {
+            s->parked = true;
+            if (s->events != UV_READABLE) {
+                s->events = UV_READABLE;
+                if (uv_poll_start(&s->h, UV_READABLE, on_poll) < 0)
+                    s->events = 0;
+            }
+        } else if (s) {
             sock_drop(o, s);
+        }
         return 0;
     }
     if (fd < 0)
@@ -435,8 +464,14 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp
         s->o = o;
         s->fd = fd;
         s->h.data = s;
+        int dom = 0;
+        socklen_t dlen = sizeof dom;
+        s->tcp = getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dlen) == 0 && (dom == AF_INET || dom == AF_INET6);
         o->byfd[fd] = s;
     }
+    s->parked = false;
+    if (what & CURL_POLL_IN)
+        s->seen_in = true;
     int events = (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0);
     if (events == s->events)
         return 0;

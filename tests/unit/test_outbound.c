@@ -195,6 +195,13 @@ static void *conn_main(void *arg)
             memset(big, 'x', 100000);
             ok = respond(fd, 200, "OK", "", big, 100000);
             free(big);
+        } else if (strcmp(path, "/bye") == 0) {
+            /* Kept alive by the answer, then closed by the server while
+             * the client holds it idle. */
+            respond(fd, 200, "OK", "", "bye", 3);
+            usleep(50000);
+            shutdown(fd, SHUT_RDWR);
+            ok = false;
         } else if (strcmp(path, "/redirect") == 0) {
             ok = respond(fd, 302, "Found", "Location: /ok\r\n", "", 0);
         } else {
@@ -839,6 +846,49 @@ Test(outbound, keepalive_reuses_one_connection)
     }
     cr_assert_eq(atomic_load(&srv.accepted), 1);
     cr_assert_eq(early_dones, 0);
+    finish_test();
+}
+
+static int turns;
+
+static bool count_turns(void *arg)
+{
+    (void)arg;
+    turns++;
+    return false;
+}
+
+/* A kept-alive connection stays watched between requests (client.c); when
+ * its server closes it meanwhile, the watch ends instead of waking the loop
+ * on every turn, and the next request goes on a new connection. */
+Test(outbound, idle_connection_closed_by_its_server)
+{
+    open_cli(4, 5000, 1024);
+    struct call c, d;
+    call_init(&c, "/bye");
+    roundtrip(&c, 5000);
+    cr_assert_eq(c.status, 200, "%d %s", c.err, c.error);
+    cr_assert_str_eq(c.body, "bye");
+    turns = 0;
+    run_until(count_turns, NULL, 300);
+    /* Watched still, the closed socket would wake every turn: about
+     * 270,000 turns in these 300 ms, against about 60 (curl's timers). */
+    cr_assert_lt(turns, 1000, "the loop turned %d times in 300 ms with nothing to do", turns);
+    call_init(&d, "/ok");
+    roundtrip(&d, 5000);
+    cr_assert_eq(d.status, 200, "%d %s", d.err, d.error);
+    cr_assert_eq(atomic_load(&srv.accepted), 2, "a new connection for the second request");
+    /* Many requests in turn over one kept-alive connection still reuse it. */
+    for (int i = 0; i < 20; i++) {
+        call_init(&seq[i], "/echo");
+        seq[i].then = seq_then;
+    }
+    seq_next = 1;
+    cr_assert_eq(send_call(&seq[0]), 0);
+    cr_assert(run_until(seq_done, NULL, 10000));
+    for (int i = 0; i < 20; i++)
+        cr_assert_eq(seq[i].status, 200, "%d: %d %s", i, seq[i].err, seq[i].error);
+    cr_assert_eq(atomic_load(&srv.accepted), 2);
     finish_test();
 }
 

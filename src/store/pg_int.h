@@ -246,6 +246,9 @@ bool hk__pg_horizon_of(const PGresult *res, struct hk_feed_horizon *h);
 /* SETTLE's answer: 0, HK_ECONFLICT, HK_ENOTFOUND, or HK_ESTORE when it does
  * not read as one; a batch's, 0 with op->fwd.settled set, or HK_ESTORE. */
 int hk__pg_settle_of(const PGresult *res, struct hk_store_op *op);
+/* The SQL of the statement prepared as `name`, or NULL (for the tests that
+ * look at its plan). */
+const char *hk__pg_stmt_sql(const char *name);
 /* PURGE's answer into pg->deleted and pg->store_bytes. */
 bool hk__pg_purge_of(const PGresult *res, struct hk_purge_op *pg);
 /* Row i of the stats statement's (binary) result; the name borrowed from

@@ -1294,7 +1294,7 @@ Test(pg, credential_tables_migrate_from_version_1)
                    "CREATE INDEX webhooks_event_type_id ON webhooks(event_type, id);"
                    "INSERT INTO webhooks(source, event_type, payload, received_at)"
                    " VALUES('gh', 'push', '{}', now())");
-    cr_assert_eq(db_count(cs.db, "SELECT version FROM schema_version"), 4);
+    cr_assert_eq(db_count(cs.db, "SELECT version FROM schema_version"), 5);
     cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM schema_version"), 1);
     cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM webhooks"), 1);
     cr_assert_eq(db_count(cs.db, "SELECT count(*) FROM pg_indexes WHERE indexname = 'sessions_expires'"

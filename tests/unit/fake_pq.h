@@ -47,7 +47,7 @@ enum fpq_outcome {
 /* timestamptz's binary form counts microseconds from 2000-01-01 UTC. */
 #define FPQ_PG_EPOCH_US INT64_C(946684800000000)
 /* The store's schema version (store/pg_sql.c: hk__pg_migrations). */
-#define FPQ_SCHEMA_CURRENT 4
+#define FPQ_SCHEMA_CURRENT 5
 
 struct fpq_stmt {
     unsigned conn;            /* connection serial, from 1 in connect order */

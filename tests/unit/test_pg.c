@@ -634,7 +634,7 @@ Test(pg_server, migrates_a_version_2_schema_with_rows)
              " ('gh', 'issue', NULL, now(), NULL)");
     struct replica r = {.s = store_open(1)};
     replica_attach(&r);
-    cr_assert_eq(db_count(srv.db, "SELECT version FROM schema_version"), 4);
+    cr_assert_eq(db_count(srv.db, "SELECT version FROM schema_version"), 5);
     cr_assert_eq(db_count(srv.db, "SELECT count(*) FROM schema_version"), 1);
     cr_assert_eq(db_count(srv.db, "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
                                   " AND indexname IN ('webhooks_delivery', 'webhooks_delivery_id')"), 1);

@@ -1124,7 +1124,8 @@ Test(pg_pipeline, startup_migrates_under_the_advisory_lock)
         "BEGIN", "SELECT coalesce(max(version), 0) FROM schema_version", "CREATE TABLE webhooks(",
         "CREATE TABLE api_tokens(", "ALTER TABLE webhooks ADD COLUMN body bytea",
         "ALTER TABLE webhooks ADD COLUMN dstate smallint",
-        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(4)", "COMMIT",
+        "DROP INDEX webhooks_pending_source",
+        "DELETE FROM schema_version;INSERT INTO schema_version(version) VALUES(5)", "COMMIT",
         "SELECT pg_advisory_unlock(",
     };
     struct ctx c;

@@ -520,51 +520,13 @@ static int run_claim(struct sq_store *st, struct hk_store_op *op)
     return SQLITE_OK;
 }
 
-/* SETTLE as a batch (store.h): the single SETTLE's statement once per
- * row, inside the writer's transaction. */
-static int run_settle_batch(struct sq_store *st, struct hk_store_op *op)
+/* The settle statement once: row `id` gets outcome `d` (store.h: SETTLE),
+ * under the lease rule. SQLite's code: SQLITE_DONE when it ran (whether or
+ * not it changed the row: sqlite3_changes tells). */
+static int step_settle(struct sq_store *st, const struct hk_store_op *op, int64_t id, const struct hk_delivery *d)
 {
     sqlite3_stmt *stmt = st->settle;
-    uint32_t settled = 0;
-    for (size_t i = 0; i < op->fwd.ndelivered; i++) {
-        const struct hk_settle_item *it = &op->fwd.delivered[i];
-        int rc = sqlite3_bind_int64(stmt, 1, it->id);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int(stmt, 2, HK_DLV_DELIVERED);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int(stmt, 3, it->attempts);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_null(stmt, 4);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int(stmt, 5, it->status);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_null(stmt, 6);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int64(stmt, 7, op->now_us);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_bind_int64(stmt, 8, op->fwd.owner);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_step(stmt);
-        sqlite3_reset(stmt);
-        if (rc != SQLITE_DONE)
-            return rc == SQLITE_OK ? SQLITE_ERROR : rc;
-        if (sqlite3_changes(st->db) > 0)
-            settled++;
-    }
-    sqlite3_clear_bindings(stmt);
-    op->fwd.settled = settled;
-    op->status = 0;
-    return SQLITE_OK;
-}
-
-/* SETTLE (store.h). */
-static int run_settle(struct sq_store *st, struct hk_store_op *op)
-{
-    sqlite3_stmt *stmt = st->settle;
-    if (op->fwd.ndelivered)
-        return run_settle_batch(st, op);
-    const struct hk_delivery *d = &op->row.delivery;
-    int rc = sqlite3_bind_int64(stmt, 1, op->id);
+    int rc = sqlite3_bind_int64(stmt, 1, id);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int(stmt, 2, d->state);
     if (rc == SQLITE_OK)
@@ -583,6 +545,34 @@ static int run_settle(struct sq_store *st, struct hk_store_op *op)
         rc = sqlite3_step(stmt);
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
+    return rc;
+}
+
+/* SETTLE as a batch (store.h): the statement once per row, inside the
+ * writer's transaction; a failure fails the whole batch with it. */
+static int run_settle_batch(struct sq_store *st, struct hk_store_op *op)
+{
+    uint32_t settled = 0;
+    for (size_t i = 0; i < op->fwd.ndelivered; i++) {
+        const struct hk_settle_item *it = &op->fwd.delivered[i];
+        struct hk_delivery d = {.state = HK_DLV_DELIVERED, .attempts = it->attempts, .last_status = it->status};
+        int rc = step_settle(st, op, it->id, &d);
+        if (rc != SQLITE_DONE)
+            return rc == SQLITE_OK ? SQLITE_ERROR : rc;
+        if (sqlite3_changes(st->db) > 0)
+            settled++;
+    }
+    op->fwd.settled = settled;
+    op->status = 0;
+    return SQLITE_OK;
+}
+
+/* SETTLE (store.h). */
+static int run_settle(struct sq_store *st, struct hk_store_op *op)
+{
+    if (op->fwd.ndelivered)
+        return run_settle_batch(st, op);
+    int rc = step_settle(st, op, op->id, &op->row.delivery);
     if (rc == SQLITE_DONE && sqlite3_changes(st->db) > 0) {
         op->status = 0;
         return SQLITE_OK;

@@ -879,15 +879,18 @@ Test(pg_outbox, a_settle_batch_delivers_the_rows_it_may)
                  HK_SETTLE_BATCH_MAX);
 }
 
-/* The plan of `sql` prepared with the batch's parameters, generic (as a
- * prepared statement runs once PostgreSQL settles on one): its nodes, one
- * per line. */
-static void batch_plan(PGconn *c, const char *name, const char *sql, char *out, size_t cap)
+/* The generic plan (as a prepared statement runs once PostgreSQL settles
+ * on one) of `sql` prepared as name(types), executed with `args` (in a
+ * transaction rolled back; ANALYZE when `analyze`): its lines, one per
+ * line. */
+static void generic_plan(PGconn *c, const char *name, const char *types, const char *sql, const char *args,
+                         bool analyze, char *out, size_t cap)
 {
     db_run(c, "SET plan_cache_mode = force_generic_plan");
-    db_run(c, "PREPARE %s(int8[], int8, int8, int8[], int8[]) AS %s", name, sql);
-    char q[128];
-    snprintf(q, sizeof q, "EXPLAIN EXECUTE %s('{1,2}', 1, 1, '{1,1}', '{200,200}')", name);
+    db_run(c, "PREPARE %s(%s) AS %s", name, types, sql);
+    db_run(c, "BEGIN");
+    char q[256];
+    snprintf(q, sizeof q, "EXPLAIN %sEXECUTE %s(%s)", analyze ? "ANALYZE " : "", name, args);
     PGresult *r = db_exec(c, q);
     out[0] = '\0';
     for (int i = 0; i < PQntuples(r); i++) {
@@ -895,8 +898,15 @@ static void batch_plan(PGconn *c, const char *name, const char *sql, char *out, 
         snprintf(out + len, cap - len, "%s\n", PQgetvalue(r, i, 0));
     }
     PQclear(r);
+    db_run(c, "ROLLBACK");
     db_run(c, "DEALLOCATE %s", name);
     db_run(c, "RESET plan_cache_mode");
+}
+
+static void batch_plan(PGconn *c, const char *name, const char *sql, char *out, size_t cap)
+{
+    generic_plan(c, name, "int8[], int8, int8, int8[], int8[]", sql, "'{1,2}', 1, 1, '{1,1}', '{200,200}'", false,
+                 out, cap);
 }
 
 /* On a new table (never analyzed: the planner assumes ten pages) the
@@ -929,26 +939,13 @@ Test(pg_outbox, a_settle_batch_plan_never_reads_the_whole_table)
     cr_assert_not_null(strstr(plan, "Tid Scan on webhooks"), "%s", plan);
 }
 
-/* The claim's generic plan, as EXPLAIN ANALYZE lines, on the current table. */
+/* The claim's generic plan, run (EXPLAIN ANALYZE), on the current table. */
 static void claim_plan(PGconn *c, const char *name, char *out, size_t cap)
 {
     const char *sql = hk__pg_stmt_sql("claim");
     cr_assert_not_null(sql);
-    db_run(c, "SET plan_cache_mode = force_generic_plan");
-    db_run(c, "PREPARE %s(int8, int8, int8, int8, text[]) AS %s", name, sql);
-    db_run(c, "BEGIN");
-    char q[160];
-    snprintf(q, sizeof q, "EXPLAIN ANALYZE EXECUTE %s(1, 9000000000000000, 9000000000000000, 64, '{}')", name);
-    PGresult *r = db_exec(c, q);
-    out[0] = '\0';
-    for (int i = 0; i < PQntuples(r); i++) {
-        size_t len = strlen(out);
-        snprintf(out + len, cap - len, "%s\n", PQgetvalue(r, i, 0));
-    }
-    PQclear(r);
-    db_run(c, "ROLLBACK");
-    db_run(c, "DEALLOCATE %s", name);
-    db_run(c, "RESET plan_cache_mode");
+    generic_plan(c, name, "int8, int8, int8, int8, text[]", sql, "1, 9000000000000000, 9000000000000000, 64, '{}'",
+                 true, out, cap);
 }
 
 /* Statistics taken while few rows were pending, then a backlog: the claim

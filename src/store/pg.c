@@ -505,6 +505,7 @@ static void conn_fail(struct pg_conn *c, int head_status, const char *why)
     c->head = c->n = c->nops = c->nsyncs = 0;
     c->group_failed = false;
     c->dirty = false;
+    c->parses = false;
 
     conn_down(c);
     /* With no usable connection left, nothing waits for one: fail fast. */
@@ -958,10 +959,12 @@ static int send_op(struct pg_conn *c, struct hk_store_op *op)
     if (feed) {
         r = hk__pg_prepare_horizon(c->pc, &c->prepared, &stmt);
         push_prep(c, r, stmt, dl);
+        c->parses |= r == 1;
     }
     if (r >= 0) {
         r = hk__pg_send_op(c->pc, op, &c->prepared, &stmt);
         push_prep(c, r, stmt, dl);
+        c->parses |= r == 1;
     }
     /* In the ring even when sending failed: conn_fail answers it. */
     ring_push(c, E_OP, dl, op);
@@ -1010,6 +1013,7 @@ static struct pg_conn *pick(struct pg_loop *pl)
 static int close_group(struct pg_conn *c)
 {
     c->dirty = false;
+    c->parses = false;
     if (!hk_pq.PQpipelineSync(c->pc))
         return -1;
     ring_push(c, E_SYNC, c->group_deadline, NULL);
@@ -1085,9 +1089,16 @@ static void flush_queue(struct pg_loop *pl)
         /* An op that may not join the group open on its connection closes
          * it and starts the next one right behind it. */
         uint8_t cls = group_class(op);
-        if (c->dirty && (cls != c->cls || cls == 2) && close_group(c) < 0) {
-            conn_fail(c, HK_EUNAVAIL, hk_pq.PQerrorMessage(c->pc));
-            continue;
+        if (c->dirty && (cls != c->cls || cls == 2)) {
+            /* A Parse counts from its group's commit: with one in the
+             * group just closed, the statement may not exist for a group
+             * behind it. The connection waits for that Sync (pick passes
+             * it by), the op for another connection or for that Sync. */
+            bool parses = c->parses;
+            if (close_group(c) < 0)
+                conn_fail(c, HK_EUNAVAIL, hk_pq.PQerrorMessage(c->pc));
+            if (parses || c->state != C_READY)
+                continue;
         }
         unqueue(pl);
         c->cls = cls;

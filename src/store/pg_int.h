@@ -130,6 +130,7 @@ struct pg_conn {
     bool group_failed;             /* the group rolls back at its Sync */
     bool dirty;                    /* sent since the last Sync */
     uint8_t cls;                   /* group_class of the open group's ops */
+    bool parses;                   /* the open group holds a Parse */
     uint64_t group_deadline;       /* latest deadline sent in the open group */
     uint64_t connect_deadline;
     uint64_t last_io;              /* loop time of the last send or result */

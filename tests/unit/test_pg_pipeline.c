@@ -1721,6 +1721,58 @@ Test(pg_pipeline, a_parse_skipped_by_a_failed_group_is_sent_again)
     ctx_close(&c);
 }
 
+/* A Parse holds only if its group commits. While that group is out, a
+ * later group on the same connection must not run the statement without
+ * one: had the first group failed, the statement would not exist, and an
+ * op that did nothing wrong would fail ("prepared statement does not
+ * exist"). Here the second group is one of new ops behind a group of ops
+ * sent again, whose own failure skips the Parse. */
+Test(pg_pipeline, a_later_group_does_not_rely_on_a_parse_still_out)
+{
+    struct ctx c;
+    struct plan p = {.r = {{.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "HOLD", .once = true,
+                            .reply = HOLD},
+                           {.armed = true, .msg = FPQ_EXECUTE, .name = "ins", .p0 = "BAD",
+                            .reply = FAIL("23514")}}};
+    int64_t id1 = fpq_seed("a", "e", "{}", 1, NULL), id2 = fpq_seed("b", "e", "{}", 2, NULL);
+    fpq_script(plan_script, &p);
+    ctx_open(&c, 1, 2000);
+
+    /* One group, held at its first insert: a bad insert and the first
+     * delete (with its Parse) behind it. */
+    struct rec h, bad, d1, d2;
+    ins(&c, &h, "HOLD");
+    ins(&c, &bad, "BAD");
+    rec_init(&c, &d1, HK_OP_DELETE);
+    d1.op.id = id1;
+    submit(&h);
+    submit(&bad);
+    submit(&d1);
+    RUN_UNTIL(&c, fpq_held(1) != NULL, 1000);
+    /* A new delete waits while that group is out. */
+    rec_init(&c, &d2, HK_OP_DELETE);
+    d2.op.id = id2;
+    submit(&d2);
+    run_for(&c, 20);
+    cr_assert_eq(fpq_sends("del", NULL), 1);
+
+    /* The held insert fails: the bad insert and the first delete go again
+     * in a group of their own (with del's Parse), the new delete in a
+     * group behind it; the bad insert fails that group too. */
+    const struct fpq_reply fail = FAIL("23514");
+    cr_assert(fpq_release(1, &fail));
+    RUN_UNTIL(&c, h.dones && bad.dones && d1.dones && d2.dones, 2000);
+    cr_assert_neq(h.status, 0);
+    cr_assert_neq(bad.status, 0);
+    assert_once(&d1, "first delete", 0);
+    assert_once(&d2, "second delete", 0);
+    cr_assert_eq(fpq_rows("a") + fpq_rows("b"), 0, "both deletes ran");
+    for (unsigned i = 0; i < fpq_sends("del", NULL); i++)
+        cr_assert_neq(fpq_send_at("del", NULL, i)->outcome, FPQ_FAILED,
+                      "delete %u ran without its statement", i);
+    ctx_close(&c);
+}
+
 /* A loop that detaches leaves its idle connection to the next one to
  * attach (hookd's first-start token check runs on a loop of its own
  * before the server's): no second connect, no second setup. */

@@ -81,12 +81,21 @@ struct hk_retention_loop {
     /* The size at which deleting a full batch did not shrink the store
      * (PostgreSQL gives space back to VACUUM, not to DELETE): the size cap
      * waits until the store grows past it rather than deleting more
-     * rows for nothing. 0: none. */
+     * rows for nothing. 0: none. See past_floor for "past". */
     uint64_t bytes_floor;
     bool floor_logged;
 };
 
 static void on_timer(uv_timer_t *t);
+
+/* Whether the store grew past the floor: by more than 1 MiB or 1/64 of it.
+ * A PostgreSQL table grows a few pages without a new row (the visibility
+ * and free-space maps VACUUM makes), which must not cost another batch. */
+static bool past_floor(uint64_t bytes, uint64_t floor)
+{
+    uint64_t margin = floor / 64 > (1u << 20) ? floor / 64 : (1u << 20);
+    return !floor || bytes > floor + margin;
+}
 
 int hk_retention_new(struct hk_api *a, struct hk_retention **out, char *err, size_t errlen)
 {
@@ -223,7 +232,7 @@ static bool prepare(struct hk_retention_loop *rl)
              * bounds deletes nothing and reports it. */
             if (!rl->bytes_known)
                 return true;
-            if (rl->bytes > r->max_bytes && rl->bytes > rl->bytes_floor) {
+            if (rl->bytes > r->max_bytes && past_floor(rl->bytes, rl->bytes_floor)) {
                 p->oldest = rl->cur_batch;
                 return true;
             }

@@ -429,6 +429,23 @@ Test(retention, the_size_cap_shrinks_the_store)
         char *err = hk_server_stderr(&srv);
         cr_expect_eq(count_in(err, "did not shrink the store"), 1, "%s", err);
         free(err);
+        /* 3 MB of new rows grow it past that size (by more than the 1 MiB
+         * margin VACUUM's own pages may take): the cap deletes again, the
+         * oldest first. */
+        int64_t *more = post_many("misc", 1500, 2000);
+        wait_metric("hookd_retention_deleted_total", 51, 10000);
+        runs = metric("hookd_retention_runs_total");
+        wait_metric("hookd_retention_runs_total", runs + 3, 5000);
+        double deleted = metric("hookd_retention_deleted_total");
+        left = ids_of("", &n);
+        cr_expect_eq(n, 4500 - (size_t)deleted, "%zu rows left, %g deleted", n, deleted);
+        cr_expect_geq(n, 1500, "%zu rows left", n);
+        for (size_t i = 0; i < n && i < 1500; i++)
+            cr_expect_eq(left[i], more[i]);
+        for (size_t i = 1500; i < n; i++)
+            cr_expect_eq(left[i], ids[i - 1500]);
+        free(left);
+        free(more);
         free(ids);
         hk_finish(&srv);
         return;

@@ -125,7 +125,11 @@ BROKEN = re.compile(r"Warning! The test `([^`]+)` crashed during its "
                     r"setup or teardown")
 GOOD = {"OK", "EXPECTEDFAIL"}
 
+FAILCASE = re.compile(r"^\[FAIL\] (\S+?):? ", re.M)
+ASSERT = re.compile(r"^\[----\] (\S+:\d+): Assertion Failed\n((?:\[----\]   .*\n?)*)", re.M)
+
 passed = failed = skipped = 0
+failures = []  # (label, program, case or "", first assertion message)
 print("\ntest programs (cases counted from Criterion's Synthesis line):")
 for arg in sys.argv[1:]:
     label, d, rc = arg.split(":")
@@ -161,6 +165,15 @@ for arg in sys.argv[1:]:
         passed += p
         failed += f
         dir_failed += f
+        if f:
+            cases = FAILCASE.findall(out) or [""]
+            asserts = ASSERT.findall(out)
+            why = ""
+            if asserts:
+                where, msg = asserts[0]
+                why = where + ": " + " ".join(l[len("[----]   "):].strip() for l in msg.splitlines()).strip()[:300]
+            for c in cases[:5]:
+                failures.append((label, name, c, why))
         print(f"  {label:8} {name:28} {res:8} cases {p + f:4}  failed {f}{note}")
     if rc != 0 and dir_failed == 0:
         failed += 1
@@ -170,6 +183,13 @@ for arg in sys.argv[1:]:
 
 if skipped:
     print(f"{skipped} test programs skipped")
+# The failing cases again, last, so a log's tail names them.
+if failures:
+    print("failed:")
+    for label, prog, case, why in failures[:20]:
+        print(f"  {label:8} {prog} {case}".rstrip())
+        if why:
+            print(f"           {why}")
 if passed + failed == 0:
     print("test.sh: no test ran; that is a failure too")
 print(f"{passed} passed, {failed} failed")

@@ -5,7 +5,7 @@
 # As root it installs; as anyone else it says what is missing and returns 0,
 # so the caller can try anyway.
 #
-# Usage: scripts/deps.sh [run|test|bench|image|image-run]     (default: run)
+# Usage: scripts/deps.sh [run|test|bench|image|image-run|layout]   (default: run)
 set -euo pipefail
 
 # libpq-dev: libpq's headers (hookd loads libpq itself only when DATABASE_URL is set).
@@ -29,14 +29,14 @@ bench_pkgs=(gnuplot-nox nginx-light hyperfine runc)
 # The OCI image (make image) ships the lean static build (scripts/lean.sh):
 # dpkg-dev (dpkg-source) and debian-archive-keyring to fetch and unpack
 # Debian's postgresql and curl sources, zlib1g-dev for libz.a (SQLite's
-# static link line names it); libssl-dev's libssl.a and libcrypto.a come
-# with the run door. umoci assembles the image, skopeo writes the archives,
+# static link line names it), lld to link it in scripts/lean.order's order;
+# libssl-dev's libssl.a and libcrypto.a come with the run door. umoci assembles the image, skopeo writes the archives,
 # and the CA bundle goes into it for libpq's and libcurl's TLS. The test door
 # has them too, as the image test builds images (installing takes about
 # 20 s, once), with openssl for the certificates of its TLS servers
 # (scripts/pg.sh start --ssl), python3-yaml for the manifest test and
 # systemd for systemd-socket-activate.
-image_pkgs=(dpkg-dev debian-archive-keyring zlib1g-dev umoci skopeo ca-certificates)
+image_pkgs=(dpkg-dev debian-archive-keyring zlib1g-dev lld umoci skopeo ca-certificates)
 test_pkgs+=("${image_pkgs[@]}" openssl python3-yaml systemd)
 # The web inspector's tests drive Debian's Chromium headless through
 # chromedriver and Selenium; promtool (in prometheus) checks and unit-tests the
@@ -50,8 +50,10 @@ run)   want=("${run_pkgs[@]}") ;;
 test)  want=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
 bench) want=("${run_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
 image) want=("${run_pkgs[@]}" "${image_pkgs[@]}") ;;
+# scripts/layout.sh: the lean build, PostgreSQL, and valgrind's callgrind.
+layout) want=("${run_pkgs[@]}" "${image_pkgs[@]}" postgresql curl valgrind) ;;
 image-run) want=("${run_pkgs[@]}" "${image_pkgs[@]}" "${podman_pkgs[@]}") ;;
-*)     echo "usage: $0 [run|test|bench|image|image-run]" >&2; exit 2 ;;
+*)     echo "usage: $0 [run|test|bench|image|image-run|layout]" >&2; exit 2 ;;
 esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

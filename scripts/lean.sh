@@ -25,7 +25,7 @@
 # LEAN_JOBS caps the parallel jobs of every step (default: make's nproc,
 # ninja's own default). Prints the binary's absolute path on stdout
 # (progress goes to stderr).
-# Needs, beyond `make run`'s packages: dpkg-dev, zlib1g-dev and
+# Needs, beyond `make run`'s packages: dpkg-dev, zlib1g-dev, lld and
 # debian-archive-keyring (scripts/deps.sh image installs them).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +45,7 @@ dir=$(realpath -m "${dir:-$src/build-lean}")
 deps=$(realpath -m "${HOOKD_DEPS_DIR:-$src/build-deps}")
 
 missing=()
-for t in cc meson ninja pkg-config dpkg-source readelf flock; do
+for t in cc ld.lld meson ninja pkg-config dpkg-source readelf flock; do
     command -v "$t" >/dev/null || missing+=("$t")
 done
 multiarch=$(cc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)

@@ -35,7 +35,7 @@ def fingerprint(src):
     h = hashlib.sha256()
     files = sorted(glob.glob(os.path.join(src, "src", "**", "*.[ch]"), recursive=True))
     files += [os.path.join(src, f) for f in ("meson.build", "meson_options.txt", "meson.options",
-                                            "bench/coldstart.c")]
+                                            "scripts/lean.order", "bench/coldstart.c")]
     for f in files:
         if os.path.exists(f):
             h.update(f.encode())

@@ -369,6 +369,20 @@ static int64_t now_us(void)
     return hk_wall_us();
 }
 
+/* Row `id` is delivered after one attempt (a 202), settled at t0 or later. */
+static void assert_delivered_once(struct ostore *o, int64_t id, int64_t t0)
+{
+    struct got g;
+    cr_assert_eq(get(o, id, &g), 0);
+    cr_assert_eq(g.d.state, HK_DLV_DELIVERED);
+    cr_assert_eq(g.d.attempts, 1);
+    cr_assert_eq(g.d.last_status, 202);
+    cr_assert_null(g.d.last_error);
+    cr_assert_eq(g.d.next_us, 0);
+    cr_assert_geq(g.d.updated_us, t0);
+    cr_assert_leq(g.d.updated_us, now_us());
+}
+
 /* n rows of `source` inserted behind the store's back, received `age_s`
  * seconds ago, in delivery state `dstate` (due now when pending). */
 static void seed(struct ostore *o, const char *source, int n, int age_s, int dstate)
@@ -734,14 +748,7 @@ Test(pg_outbox, settle_by_owner_stranger_gone_and_after_the_lease)
     int64_t t0 = now_us();
     cr_assert_eq(settle(&A, a, 1, HK_DLV_DELIVERED, 1, 202, NULL, 0), 0);
     struct got g;
-    cr_assert_eq(get(&A, a, &g), 0);
-    cr_assert_eq(g.d.state, HK_DLV_DELIVERED);
-    cr_assert_eq(g.d.attempts, 1);
-    cr_assert_eq(g.d.last_status, 202);
-    cr_assert_null(g.d.last_error);
-    cr_assert_eq(g.d.next_us, 0);
-    cr_assert_geq(g.d.updated_us, t0);
-    cr_assert_leq(g.d.updated_us, now_us());
+    assert_delivered_once(&A, a, t0);
     cr_assert_eq(db_i64(A.db, "SELECT count(*) FROM webhooks WHERE id = %" PRId64
                               " AND dlease_owner IS NULL AND dlease_us IS NULL", a), 1);
 
@@ -840,13 +847,7 @@ Test(pg_outbox, a_settle_batch_delivers_the_rows_it_may)
     cr_assert_eq(settle_batch(&A, items, 5, 1, &settled), 0);
     cr_assert_eq(settled, 3, "mine, the unleased one and the one whose lease ended");
     struct got g;
-    cr_assert_eq(get(&A, mine, &g), 0);
-    cr_assert_eq(g.d.state, HK_DLV_DELIVERED);
-    cr_assert_eq(g.d.attempts, 1);
-    cr_assert_eq(g.d.last_status, 202);
-    cr_assert_null(g.d.last_error);
-    cr_assert_eq(g.d.next_us, 0);
-    cr_assert_geq(g.d.updated_us, t0);
+    assert_delivered_once(&A, mine, t0);
     cr_assert_eq(get(&A, free_row, &g), 0);
     cr_assert_eq(g.d.state, HK_DLV_DELIVERED);
     cr_assert_eq(g.d.attempts, 3);

@@ -42,6 +42,7 @@ struct sq_store {
     sqlite3 *db;                    /* the write connection; writer thread only */
     sqlite3_stmt *begin, *commit, *rollback, *ins, *idem, *del, *probe_ins, *probe_del;
     sqlite3_stmt *ins_hook, *delivery;    /* ingress rows: insert, and find by delivery id */
+    /* Prepared on first use (sqlite_writer.c: prepare_for), else NULL. */
     sqlite3_stmt *tok_ins, *tok_revoke, *tok_revoke_ses, *ses_sweep, *ses_ins, *ses_del;
     /* Forwarding and retention (docs/forwarding.md). */
     sqlite3_stmt *claim, *claim_fifo, *lease, *settle, *exists, *redeliver, *purge_all, *purge_src, *keep_all,
@@ -117,7 +118,9 @@ void hk__sq_log_spell(const char *msg, int code, int rc);
 
 /* ---- sqlite_writer.c: the writer thread ------------------------------------ */
 
-/* Prepare the writer's statements on st->db. SQLITE_OK or the error. */
+/* Prepare the statements inserts, deletes and the failure probe use on
+ * st->db (the others on their first use, in the writer thread). SQLITE_OK
+ * or the error. */
 int hk__sq_writer_prepare(struct sq_store *st);
 void hk__sq_writer_finalize(struct sq_store *st);
 /* Start the writer thread if it has not started. The caller holds st->mu.

@@ -710,8 +710,72 @@ static int purge_batch(struct sq_store *st, struct hk_store_op *op, const char *
     return SQLITE_OK;
 }
 
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out);
+
+/* The statements of credentials, forwarding and retention, prepared the
+ * first time an op of theirs runs: start-up prepares only what inserts,
+ * deletes and the failure probe use (hk__sq_writer_prepare). SQLITE_OK, or
+ * the prepare's error, which fails the batch like any other. */
+static int prepare_for(struct sq_store *st, enum hk_op_kind kind)
+{
+    struct {
+        sqlite3_stmt **slot;
+        const char *sql;
+    } need[6];
+    size_t n = 0;
+#define NEED(field, text) (need[n].slot = &st->field, need[n++].sql = (text))
+    switch (kind) {
+    case HK_OP_TOKEN_PUT:
+        NEED(tok_ins, SQL_TOKEN_INS);
+        break;
+    case HK_OP_TOKEN_REVOKE:
+        NEED(tok_revoke, SQL_TOKEN_REVOKE);
+        NEED(tok_revoke_ses, SQL_TOKEN_REVOKE_SESSIONS);
+        break;
+    case HK_OP_SESSION_PUT:
+        NEED(ses_sweep, SQL_SESSION_SWEEP);
+        NEED(ses_ins, SQL_SESSION_INS);
+        break;
+    case HK_OP_SESSION_DEL:
+        NEED(ses_del, SQL_SESSION_DEL);
+        break;
+    case HK_OP_CLAIM:
+        NEED(claim, SQL_CLAIM);
+        NEED(claim_fifo, SQL_CLAIM_FIFO);
+        NEED(lease, SQL_LEASE);
+        break;
+    case HK_OP_SETTLE:
+        NEED(settle, SQL_SETTLE);
+        NEED(exists, SQL_EXISTS);
+        break;
+    case HK_OP_REDELIVER:
+        NEED(redeliver, SQL_REDELIVER);
+        break;
+    case HK_OP_PURGE:
+        NEED(keep_all, SQL_KEEP_ALL);
+        NEED(keep_src, SQL_KEEP_SRC);
+        NEED(purge_all, SQL_PURGE_ALL);
+        NEED(purge_src, SQL_PURGE_SRC);
+        NEED(vacuum, SQL_VACUUM);
+        NEED(pages, SQL_PAGES);
+        break;
+    default:
+        break;
+    }
+#undef NEED
+    for (size_t i = 0; i < n; i++) {
+        int rc = *need[i].slot ? SQLITE_OK : prepare(st->db, need[i].sql, need[i].slot);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
+}
+
 static int run_op(struct sq_store *st, struct hk_store_op *op)
 {
+    int rc = prepare_for(st, op->kind);
+    if (rc != SQLITE_OK)
+        return rc;
     switch (op->kind) {
     case HK_OP_INSERT:
         return run_insert(st, op);
@@ -1020,42 +1084,6 @@ int hk__sq_writer_prepare(struct sq_store *st)
         rc = prepare(st->db, SQL_DELIVERY, &st->delivery);
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_DELETE, &st->del);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_TOKEN_INS, &st->tok_ins);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_TOKEN_REVOKE, &st->tok_revoke);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_TOKEN_REVOKE_SESSIONS, &st->tok_revoke_ses);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_SESSION_SWEEP, &st->ses_sweep);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_SESSION_INS, &st->ses_ins);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_SESSION_DEL, &st->ses_del);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_CLAIM, &st->claim);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_CLAIM_FIFO, &st->claim_fifo);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_LEASE, &st->lease);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_SETTLE, &st->settle);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_EXISTS, &st->exists);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_REDELIVER, &st->redeliver);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_PURGE_ALL, &st->purge_all);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_PURGE_SRC, &st->purge_src);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_KEEP_ALL, &st->keep_all);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_KEEP_SRC, &st->keep_src);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_VACUUM, &st->vacuum);
-    if (rc == SQLITE_OK)
-        rc = prepare(st->db, SQL_PAGES, &st->pages);
     if (rc == SQLITE_OK)
         rc = prepare(st->db, SQL_PROBE_INS, &st->probe_ins);
     if (rc == SQLITE_OK)

@@ -710,7 +710,12 @@ static int purge_batch(struct sq_store *st, struct hk_store_op *op, const char *
     return SQLITE_OK;
 }
 
-static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out);
+/* Every writer statement is prepared persistent: it lives as long as the
+ * connection. */
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out)
+{
+    return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+}
 
 /* The statements of credentials, forwarding and retention, prepared the
  * first time an op of theirs runs: start-up prepares only what inserts,
@@ -1059,11 +1064,6 @@ void hk__sq_writer_stop(struct sq_store *st)
 }
 
 /* ---- statements ------------------------------------------------------------ */
-
-static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **out)
-{
-    return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
-}
 
 /* From here on the write connection belongs to the writer thread, started
  * by hk__sq_writer_start_locked. */

@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -959,9 +960,28 @@ static void prime_wal(struct sq_store *st)
                  NULL);
 }
 
+/* The writer gives way to the loops. A loop that wakes it keeps its CPU
+ * until it waits (SCHED_BATCH: no preemption at wakeup), so on a busy CPU
+ * the writes of the loop's whole turn wait in the queue and go in one
+ * commit, instead of the writer taking the CPU for every first write of a
+ * batch and again when its sync returns. Fairness is unchanged: the
+ * scheduler's tick still gives the writer its share. Measured on one
+ * pinned CPU with the load mix: context switches per request 1.38 -> 0.03,
+ * req/s +45% (docs/store-sqlite.md). A refusal (a seccomp profile, say) only
+ * costs that. The name is for top -H and /proc. */
+static void writer_yields_to_loops(void)
+{
+    (void)pthread_setname_np(pthread_self(), "hookd-sqlite");
+    struct sched_param sp = {0};
+    int rc = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+    if (rc != 0)
+        hk_info("sqlite: the writer thread stays SCHED_OTHER", "\"errno\":%d", rc);
+}
+
 static void writer_main(void *arg)
 {
     struct sq_store *st = arg;
+    writer_yields_to_loops();
     prime_wal(st);
     for (;;) {
         bool timed_out = false;

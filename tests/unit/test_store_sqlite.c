@@ -8,8 +8,10 @@
  * racing on the same deliveries, the delivery-id filter and its index, the
  * migration from version 2). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -3665,6 +3667,40 @@ Test(store_sqlite, a_new_file_is_checkpointed_once_made)
     cr_assert_gt(sql_int(copy, "SELECT max(version) FROM schema_version"), 0);
     cr_assert_eq(sql_int(copy, "PRAGMA auto_vacuum"), 2);
     unlink(copy);
+    ctx_close(&c);
+    rm_dir(&c);
+}
+
+/* The writer thread is named and runs SCHED_BATCH, so that a loop that
+ * queues a write keeps its CPU until it waits (sqlite_writer.c:
+ * writer_yields_to_loops). */
+Test(store_sqlite, the_writer_thread_gives_way_to_the_loops)
+{
+    struct ctx c;
+    ctx_init(&c);
+    ctx_open(&c, true);
+    insert(&c, "gh", "push", "{}");
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    int found = 0, policy = -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f) && strcmp(comm, "hookd-sqlite\n") == 0) {
+            found++;
+            policy = sched_getscheduler((pid_t)atoi(e->d_name));
+        }
+        fclose(f);
+    }
+    closedir(d);
+    cr_assert_eq(found, 1, "threads named hookd-sqlite: %d", found);
+    cr_assert_eq(policy, SCHED_BATCH, "the writer's policy is %d", policy);
     ctx_close(&c);
     rm_dir(&c);
 }

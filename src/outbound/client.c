@@ -43,11 +43,18 @@ struct sock {
 /* A request slot. There are max_conns of them; each keeps its easy handle
  * (and so libcurl's per-handle state) and its response buffer for the
  * requests that come after. */
+#define HDR_LINES 16           /* header lines a request sends without an allocation */
+
 struct xfer {
     struct hk_out *o;
     CURL *easy;                /* made on the slot's first request */
     struct hk_out_req *req;    /* NULL while the slot is free */
-    struct curl_slist *hdrs;   /* this request's header lines (the only per-request allocation) */
+    /* This request's header lines: in `line` when they fit (curl only
+     * reads the list, and the strings are the request's, alive until it
+     * ends), else a list from curl_slist_append in `hdrs`. */
+    struct curl_slist line[HDR_LINES];
+    struct curl_slist *hdrs;
+    char *url;                 /* the URL set on `easy` last (curl keeps a copy of its own) */
     struct xfer *prev, *next;  /* o->busy while in flight, o->free (next only) while free */
     struct xfer *rnext;        /* o->refused */
     bool in_multi;             /* added to o->multi */
@@ -117,8 +124,10 @@ static void maybe_free(struct hk_out *o)
 {
     if (!o->closing || o->nclosing > 0)
         return;
-    for (uint32_t i = 0; i < o->opts.max_conns; i++)
+    for (uint32_t i = 0; i < o->opts.max_conns; i++) {
         free(o->slots[i].body);
+        free(o->slots[i].url);
+    }
     free(o->slots);
     free(o->byfd);
     while (o->spare) {
@@ -675,6 +684,33 @@ static struct curl_slist *append(struct curl_slist *l, const char *line)
     return n;
 }
 
+/* The list of header lines for CURLOPT_HTTPHEADER. An empty Expect: saves
+ * the 100-continue round trip curl makes for large bodies; an empty
+ * Content-Type: drops the form type curl would claim for a POST body when
+ * the caller names none. curl takes `data` as char * but never writes it. */
+static struct curl_slist *header_lines(struct xfer *x, const struct hk_out_req *r, bool has_ctype)
+{
+    size_t n = 1 + !has_ctype + r->nheaders;
+    if (n > HDR_LINES) {
+        struct curl_slist *l = append(NULL, "Expect:");
+        if (!has_ctype)
+            l = append(l, "Content-Type:");
+        for (size_t i = 0; i < r->nheaders; i++)
+            l = append(l, r->headers[i]);
+        x->hdrs = l;
+        return l;
+    }
+    size_t k = 0;
+    x->line[k++].data = (char *)"Expect:";
+    if (!has_ctype)
+        x->line[k++].data = (char *)"Content-Type:";
+    for (size_t i = 0; i < r->nheaders; i++)
+        x->line[k++].data = (char *)r->headers[i];
+    for (size_t i = 0; i < k; i++)
+        x->line[i].next = i + 1 < k ? &x->line[i + 1] : NULL;
+    return &x->line[0];
+}
+
 int hk_out_send(struct hk_out *o, struct hk_out_req *r)
 {
     if (!o || !r || !r->url || !r->done || (r->body_len && !r->body) ||
@@ -711,18 +747,17 @@ int hk_out_send(struct hk_out *o, struct hk_out_req *r)
         refuse(o, x, HK_EUNAVAIL, "libcurl refused a new transfer handle");
         return 0;
     }
-    /* An empty Expect: saves the 100-continue round trip curl makes for
-     * large bodies; an empty Content-Type: drops the form type curl would
-     * claim for a POST body when the caller names none. */
-    struct curl_slist *l = append(NULL, "Expect:");
-    if (!has_ctype)
-        l = append(l, "Content-Type:");
-    for (size_t i = 0; i < r->nheaders; i++)
-        l = append(l, r->headers[i]);
-    x->hdrs = l;
-    if (opt_ptr(x->easy, CURLOPT_URL, r->url) != CURLE_OK) {
-        refuse(o, x, HK_EINVAL, "URL refused by libcurl");
-        return 0;
+    struct curl_slist *l = header_lines(x, r, has_ctype);
+    if (!x->url || strcmp(x->url, r->url) != 0) {
+        free(x->url);
+        x->url = NULL;
+        if (opt_ptr(x->easy, CURLOPT_URL, r->url) != CURLE_OK) {
+            refuse(o, x, HK_EINVAL, "URL refused by libcurl");
+            return 0;
+        }
+        x->url = strdup(r->url);
+        if (!x->url)
+            abort();
     }
     bool bad = opt_off(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len) != CURLE_OK;
     bad |= opt_ptr(x->easy, CURLOPT_POSTFIELDS, r->body_len ? r->body : "") != CURLE_OK;

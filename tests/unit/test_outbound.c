@@ -737,6 +737,58 @@ Test(outbound, headers_and_body_received)
     finish_test();
 }
 
+/* Header lines go to curl in the slot's own list when they fit and in an
+ * allocated one when not (client.c: header_lines); the URL is set again
+ * only when it changes. One slot, so every request reuses the same handle:
+ * 20 lines (the allocated list), then another URL with 2, then the first
+ * URL again with none; each request carries its own lines and path only. */
+Test(outbound, header_lines_and_url_per_request_on_one_handle)
+{
+    open_cli(1, 5000, 4096);
+    static char lines[20][32];
+    static const char *many[20];
+    for (int i = 0; i < 20; i++) {
+        snprintf(lines[i], sizeof lines[i], "X-Line-%02d: v%d", i, i);
+        many[i] = lines[i];
+    }
+    struct call a;
+    call_init(&a, "/hdrs");
+    a.req.headers = many;
+    a.req.nheaders = 20;
+    roundtrip(&a, 5000);
+    cr_assert_eq(a.status, 200, "%d %s", a.err, a.error);
+    cr_assert(strncmp(a.body, "POST /hdrs HTTP/1.1\r\n", 21) == 0, "%s", a.body);
+    for (int i = 0; i < 20; i++) {
+        char want[48];
+        snprintf(want, sizeof want, "\r\nX-Line-%02d: v%d\r\n", i, i);
+        cr_assert(strstr(a.body, want), "line %d missing: %s", i, a.body);
+    }
+    cr_assert_null(strstr(a.body, "Expect"), "%s", a.body);
+
+    struct call b;
+    call_init(&b, "/echo");
+    b.hdrs[0] = "X-Only: b";
+    b.hdrs[1] = "Content-Type: text/plain";
+    b.req.nheaders = 2;
+    b.req.body = "hello";
+    b.req.body_len = 5;
+    roundtrip(&b, 5000);
+    cr_assert_eq(b.status, 200, "%d %s", b.err, b.error);
+    cr_assert(strncmp(b.body, "5 ", 2) == 0, "went to the previous URL: %s", b.body);
+    cr_assert_null(strstr(b.body, "expect"), "%s", b.body);
+
+    struct call c;
+    call_init(&c, "/hdrs");
+    roundtrip(&c, 5000);
+    cr_assert_eq(c.status, 200, "%d %s", c.err, c.error);
+    cr_assert(strncmp(c.body, "POST /hdrs HTTP/1.1\r\n", 21) == 0, "%s", c.body);
+    cr_assert_null(strstr(c.body, "X-Line-"), "a line of an earlier request: %s", c.body);
+    cr_assert_null(strstr(c.body, "X-Only"), "a line of an earlier request: %s", c.body);
+    cr_assert_null(strcasestr(c.body, "Content-Type"), "%s", c.body);
+    cr_assert_eq(atomic_load(&srv.accepted), 1);
+    finish_test();
+}
+
 Test(outbound, big_body_intact)
 {
     open_cli(4, 20000, 1024);

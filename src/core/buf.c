@@ -152,6 +152,17 @@ static inline uint64_t has_zero(uint64_t x)
     return (x - ONES) & ~x & HIGHS;
 }
 
+/* Nonzero when some byte of the eight in x may need escaping (below 0x20,
+ * '"', '\\', DEL, or 0xE2); exact as to "some". */
+static inline uint64_t special8(uint64_t x)
+{
+    return ((x - ONES * 0x20) & ~x & HIGHS)   /* some byte < 0x20 */
+        | has_zero(x ^ (ONES * 0x22))
+        | has_zero(x ^ (ONES * 0x5c))
+        | has_zero(x ^ (ONES * 0x7f))
+        | has_zero(x ^ (ONES * 0xe2));
+}
+
 /* Index of the first byte at or after i that is not class 0. Eight bytes at a
  * time while none of them can be special; the byte loop then finds the one
  * that is within the same eight. */
@@ -160,12 +171,7 @@ static size_t skip_plain(const unsigned char *s, size_t i, size_t n)
     while (n - i >= 8) {
         uint64_t x;
         memcpy(&x, s + i, 8);
-        uint64_t hit = ((x - ONES * 0x20) & ~x & HIGHS)   /* some byte < 0x20 */
-            | has_zero(x ^ (ONES * 0x22))
-            | has_zero(x ^ (ONES * 0x5c))
-            | has_zero(x ^ (ONES * 0x7f))
-            | has_zero(x ^ (ONES * 0xe2));
-        if (hit)
+        if (special8(x))
             break;
         i += 8;
     }
@@ -176,59 +182,84 @@ static size_t skip_plain(const unsigned char *s, size_t i, size_t n)
 
 static const char hex_lower[] = "0123456789abcdef";
 
+/* The letter of a two-character escape (\" \\ \b \f \n \r \t), else 0. */
+static const char short_escape[256] = {
+    ['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't',
+};
+
+/* Input bytes escaped per reservation. A byte takes at most six output
+ * bytes (\u00XX; U+2028 takes six for three), so a chunk never needs more
+ * than 6 * JSON_CHUNK, whatever a large body holds. */
+#define JSON_CHUNK 512
+
 void hk_buf_put_json_str(struct hk_buf *b, const char *str, size_t n)
 {
-    if (n == 0) {
-        hk_buf_put(b, "\"\"", 2);
+    const unsigned char *s = (const unsigned char *)str;
+    /* Most strings need no escaping: one copy between the quotes. A string
+     * that does has its plain prefix copied the same way. */
+    size_t i = n ? skip_plain(s, 0, n) : 0;
+    char *o = hk_buf_reserve(b, i + 2);
+    o[0] = '"';
+    if (i)
+        memcpy(o + 1, s, i);
+    if (i == n) {
+        o[i + 1] = '"';
+        b->len += i + 2;
         return;
     }
-    const unsigned char *s = (const unsigned char *)str;
-    /* Most strings need no escaping: one reservation for all of it. */
-    hk_buf_reserve(b, n + 2);
-    b->p[b->len++] = '"';
-    size_t start = 0, i = 0;
-    while (i < n) {
-        i = skip_plain(s, i, n);
-        if (i == n)
-            break;
-        unsigned char c = s[i];
-        char esc[6] = {'\\', 'u', '0', '0', 0, 0};
-        size_t elen = 2, consumed = 1;
-        if (json_class[c] == 2) {
-            if (n - i < 3 || s[i + 1] != 0x80 || (s[i + 2] != 0xa8 && s[i + 2] != 0xa9)) {
-                i++;   /* some other U+2xxx character: plain */
-                continue;
+    b->len += i + 1;
+    const unsigned char *p = s + i, *end = s + n;
+    /* Escape-dense text (JSON inside a string: a quote every few bytes)
+     * goes byte by byte straight into the buffer, eight plain bytes at a
+     * time where it can. */
+    while (p < end) {
+        size_t m = (size_t)(end - p) < JSON_CHUNK ? (size_t)(end - p) : JSON_CHUNK;
+        const unsigned char *stop = p + m;
+        char *w0 = hk_buf_reserve(b, 6 * m), *w = w0;
+        for (;;) {
+            /* The plain run up to the next byte that may need escaping. */
+            while (stop - p >= 8) {
+                uint64_t x;
+                memcpy(&x, p, 8);
+                if (special8(x))
+                    break;
+                memcpy(w, p, 8);
+                w += 8;
+                p += 8;
             }
-            memcpy(esc + 2, s[i + 2] == 0xa8 ? "2028" : "2029", 4);
-            elen = 6;
-            consumed = 3;
-        } else {
-            switch (c) {
-            case '"':  esc[1] = '"'; break;
-            case '\\': esc[1] = '\\'; break;
-            case '\b': esc[1] = 'b'; break;
-            case '\f': esc[1] = 'f'; break;
-            case '\n': esc[1] = 'n'; break;
-            case '\r': esc[1] = 'r'; break;
-            case '\t': esc[1] = 't'; break;
-            default:
-                esc[4] = hex_lower[c >> 4];
-                esc[5] = hex_lower[c & 15];
-                elen = 6;
+            while (p < stop && json_class[*p] == 0)
+                *w++ = (char)*p++;
+            if (p >= stop)
+                break;
+            unsigned char c = *p;
+            if (json_class[c] == 2) {
+                /* U+2028 and U+2029 (E2 80 A8/A9) are escaped for JavaScript;
+                 * other U+2xxx characters pass. The look-ahead is bounded by
+                 * the string, not the chunk: a sequence may end past it. */
+                if (end - p >= 3 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+                    memcpy(w, p[2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
+                    w += 6;
+                    p += 3;
+                } else {
+                    *w++ = (char)c;
+                    p++;
+                }
+            } else if (short_escape[c]) {
+                w[0] = '\\';
+                w[1] = short_escape[c];
+                w += 2;
+                p++;
+            } else {
+                memcpy(w, "\\u00", 4);
+                w[4] = hex_lower[c >> 4];
+                w[5] = hex_lower[c & 15];
+                w += 6;
+                p++;
             }
         }
-        /* Room for this run, the escape, the rest unescaped and the quote. */
-        char *o = hk_buf_reserve(b, (i - start) + elen + (n - i) + 1);
-        memcpy(o, s + start, i - start);
-        memcpy(o + (i - start), esc, elen);
-        b->len += (i - start) + elen;
-        i += consumed;
-        start = i;
+        b->len += (size_t)(w - w0);
     }
-    char *o = hk_buf_reserve(b, (n - start) + 1);
-    memcpy(o, s + start, n - start);
-    o[n - start] = '"';
-    b->len += (n - start) + 1;
+    hk_buf_putc(b, '"');
 }
 
 static char *put2(char *p, unsigned v)

@@ -407,6 +407,48 @@ Test(json_str, random_bytes_match_reference)
     hk_buf_free(&want);
 }
 
+/* Long, escape-dense strings (JSON inside a string) are escaped in chunks
+ * of input (buf.c: JSON_CHUNK); a U+2028 or an escape on either side of a
+ * chunk's end, and any mix of plain runs and escapes, match the reference. */
+Test(json_str, long_dense_strings_across_chunks_match_reference)
+{
+    struct hk_buf got = HK_BUF_INIT, want = HK_BUF_INIT;
+    static unsigned char s[3000];
+    uint64_t x = 0x2545f4914f6cdd1du;
+    for (int iter = 0; iter < 3000; iter++) {
+        size_t len = 400 + (size_t)(iter * 7 % 2600);
+        for (size_t i = 0; i < len; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            unsigned r = (unsigned)(x >> 32);
+            static const char dense[] = "{\"\\:,\n\t\x01\x7f";
+            s[i] = (r & 3) == 0 ? (unsigned char)dense[(r >> 8) % (sizeof dense - 1)]
+                 : (r & 3) == 1 ? (unsigned char)(r >> 8) : (unsigned char)('a' + (r >> 8) % 26);
+        }
+        /* A line separator right at, before and after the chunk ends. */
+        size_t at = 509 + (size_t)(iter % 6);
+        if (at + 3 <= len)
+            memcpy(s + at, iter & 1 ? "\xe2\x80\xa8" : "\xe2\x80\xa9", 3);
+        at = 1021 + (size_t)(iter % 6);
+        if (at + 3 <= len)
+            memcpy(s + at, "\xe2\x80\xa8", 3);
+        json_of(&got, (const char *)s, len);
+        hk_buf_reset(&want, 1 << 20);
+        ref_escape(&want, s, len);
+        assert_bytes(&got, want.p, want.len);
+    }
+    /* All of it escaped: six bytes out for every byte in. */
+    memset(s, 0x01, sizeof s);
+    json_of(&got, (const char *)s, sizeof s);
+    cr_assert_eq(got.len, 6 * sizeof s + 2);
+    hk_buf_reset(&want, 1 << 20);
+    ref_escape(&want, s, sizeof s);
+    assert_bytes(&got, want.p, want.len);
+    hk_buf_free(&got);
+    hk_buf_free(&want);
+}
+
 Test(json_str, appends_after_existing_content)
 {
     struct hk_buf b = HK_BUF_INIT;

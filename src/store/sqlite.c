@@ -8,6 +8,7 @@
 #include "store/sqlite_int.h"
 
 #include <assert.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +383,21 @@ static int reader_open(struct sq_loop *sl)
     return rc;
 }
 
+/* A turn of the loop that queued writes ends by offering its CPU to the
+ * writer (sched_yield), which runs SCHED_BATCH and does not take it on its
+ * own when woken (sqlite_writer.c: writer_yields_to_loops): on a CPU both
+ * share, the turn's writes go in one commit now, not at the scheduler's next
+ * tick. With the writer on another CPU, or nothing else to run, the call
+ * returns at once. */
+static void on_turn(uv_check_t *c)
+{
+    struct sq_loop *sl = c->data;
+    if (!sl->queued)
+        return;
+    sl->queued = false;
+    sched_yield();
+}
+
 static void on_warm(uv_timer_t *t)
 {
     struct sq_loop *sl = t->data;
@@ -666,6 +682,7 @@ static int sq_submit(struct hk_store_loop *base, struct hk_store_op *op)
     int rc = hk__sq_writer_push(st, sl, op);
     if (rc < 0)
         return rc;
+    sl->queued = true;
 
     /* The async handle keeps the loop alive exactly while writes are out. */
     if (sl->pending++ == 0)
@@ -720,6 +737,10 @@ static int sq_loop_attach(struct hk_store *s, uv_loop_t *loop, struct hk_store_l
     uv_timer_init(loop, &sl->warm);
     uv_timer_start(&sl->warm, on_warm, HK_SQLITE_WARM_MS, 0);
     uv_unref((uv_handle_t *)&sl->warm);
+    sl->turn.data = sl;
+    uv_check_init(loop, &sl->turn);
+    uv_check_start(&sl->turn, on_turn);
+    uv_unref((uv_handle_t *)&sl->turn);
 
     uv_mutex_lock(&st->mu);
     st->nloops++;
@@ -748,7 +769,8 @@ static void sq_loop_detach(struct hk_store_loop *base)
     assert(st->nloops > 0);
     st->nloops--;
     uv_mutex_unlock(&st->mu);
-    sl->closing = 2;
+    sl->closing = 3;
+    uv_close((uv_handle_t *)&sl->turn, on_handle_closed);
     uv_close((uv_handle_t *)&sl->warm, on_handle_closed);
     uv_close((uv_handle_t *)&sl->async, on_handle_closed);
 }

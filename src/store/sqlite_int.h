@@ -79,6 +79,8 @@ struct sq_loop {
     sqlite3_stmt *tok_get, *tok_list, *ses_get, *stats;
     uv_async_t async;
     uv_timer_t warm;                /* opens db shortly after start */
+    uv_check_t turn;                /* the end of each turn of the loop */
+    bool queued;                    /* this turn queued a write (sqlite.c: on_turn) */
     int closing;                    /* handles whose close is pending */
     size_t pending;                 /* writes submitted, callbacks not yet run */
     size_t streams;                 /* streamed lists waiting for next/close */

@@ -352,7 +352,7 @@ static void put_row(struct fres *res, int i, const struct frow *r)
     res_set(res, i, 1, r->source);
     res_set(res, i, 2, r->event_type);
     res_set(res, i, 3, r->payload);
-    res_set_i64(res, i, 4, r->received_us);
+    res_set_i64(res, i, 4, r->received_us - FPQ_PG_EPOCH_US);   /* a binary timestamptz */
     res_set_bytes(res, i, 5, r->body, r->body_len);
     res_set(res, i, 6, r->content_type);
     res_set(res, i, 7, r->delivery);
@@ -403,7 +403,7 @@ static struct fres *answer_hook(struct fconn *c, const struct fpq_stmt *s)
             if (r->live && r->delivery != NULL && strcmp(r->source, s->param[0]) == 0 &&
                 strcmp(r->delivery, s->param[5]) == 0) {
                 res_set_i64(res, 0, 0, r->id);
-                res_set_i64(res, 0, 1, r->received_us);
+                res_set_i64(res, 0, 1, r->received_us - FPQ_PG_EPOCH_US);
                 res_set_bool(res, 0, 2, false);
                 return res;
             }
@@ -424,7 +424,7 @@ static struct fres *answer_hook(struct fconn *c, const struct fpq_stmt *s)
     r->client_addr = param_dup(s, 9);
     set_delivery(r, s, 10);
     res_set_i64(res, 0, 0, r->id);
-    res_set_i64(res, 0, 1, r->received_us);
+    res_set_i64(res, 0, 1, r->received_us - FPQ_PG_EPOCH_US);
     res_set_bool(res, 0, 2, true);
     return res;
 }
@@ -578,7 +578,7 @@ static struct fres *answer_execute(struct fconn *c, const struct fpq_stmt *s)
                 }
             res_set(res, (int)k, 0, first[k]->source);
             res_set_i64(res, (int)k, 1, count);
-            res_set_i64(res, (int)k, 2, last);
+            res_set_i64(res, (int)k, 2, last - FPQ_PG_EPOCH_US);
         }
         free(first);
         return res;

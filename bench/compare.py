@@ -48,7 +48,7 @@ def args_parser():
                         "on PostgreSQL (repeatable; see hkbench/targets.py peer)")
     a.add_argument("--duration", type=int, help="seconds per load point (default 60, quick 6)")
     a.add_argument("--connections", help="load mix connection counts (default 100,500)")
-    a.add_argument("--profiles", default="paged,reference", help="list profiles: paged (default limit), reference (?all=true)")
+    a.add_argument("--profiles", default="paged,reference", help="list profiles: paged (the server's default limit), limit20 (?limit=20), reference (?all=true)")
     a.add_argument("--reference-variants", default="release",
                    help="variants that also run the 'reference' profile ('all' for every one)")
     a.add_argument("--live-connections", type=int, default=100, help="connections for GET /q/health/live vs nginx")

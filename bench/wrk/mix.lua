@@ -5,10 +5,12 @@
 -- same sequence). Responses are counted per status class and per time bucket
 -- (bucket_ms) so that one continuous run yields req/s over time (warm-up).
 --
---   wrk -t1 -c100 -d60s --latency -s bench/wrk/mix.lua URL -- [paged|reference] [bucket_ms]
+--   wrk -t1 -c100 -d60s --latency -s bench/wrk/mix.lua URL -- [paged|limit20|reference] [bucket_ms]
 --
--- paged lists with the default limit; reference lists with ?all=true, so the
--- list grows through the run as the reference service's unpaged list does.
+-- paged lists with the server's default limit (hookd's is 100 rows, the Go
+-- peer's 20); limit20 asks both for 20 (?limit=20), the mix as the lean issue
+-- defines it; reference lists with ?all=true, so the list grows through the
+-- run as the reference service's unpaged list does.
 -- done() prints one line "HKBENCH_JSON {...}" with every figure, latencies in us.
 local ffi = require("ffi")
 ffi.cdef [[
@@ -40,7 +42,8 @@ bucket = 1000
 function init(args)
     local profile = args[1] or "paged"
     bucket = tonumber(args[2] or "1000")
-    local list = profile == "reference" and "/api/webhooks?all=true" or "/api/webhooks"
+    local lists = { reference = "/api/webhooks?all=true", limit20 = "/api/webhooks?limit=20" }
+    local list = lists[profile] or "/api/webhooks"
     local json = { ["Content-Type"] = "application/json" }
     local sources = { "github", "gitlab", "stripe", "github", "bitbucket" }
     local get = wrk.format("GET", list)

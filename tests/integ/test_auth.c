@@ -1307,6 +1307,8 @@ static void assert_ready(const struct hk_server *s, bool up)
     hk_resp_free(&r);
 }
 
+static bool wait_ready_up(const struct hk_server *s, int n, int ms);
+
 Test(auth, redis_holds_the_sessions)
 {
     const char *url = redis_url();
@@ -1322,6 +1324,10 @@ Test(auth, redis_holds_the_sessions)
     cr_expect_str_eq(hk_jstr(j, "auth"), "on");
     json_decref(j);
     hk_resp_free(&r);
+    /* Each loop opens its own Redis connection as it starts, and a probe
+     * reaches one loop: right after the start, one loop's may still be on
+     * its way (a 503 seen by CI once). Every loop UP, then the check. */
+    cr_assert(wait_ready_up(&srv, 6, 10000), "readiness not UP within 10 s of the start");
     assert_ready(&srv, true);
 
     struct session s;

@@ -40,11 +40,11 @@ struct sock {
     struct sock *next;         /* o->spare */
 };
 
+#define HDR_LINES 16           /* header lines a request sends without an allocation */
+
 /* A request slot. There are max_conns of them; each keeps its easy handle
  * (and so libcurl's per-handle state) and its response buffer for the
  * requests that come after. */
-#define HDR_LINES 16           /* header lines a request sends without an allocation */
-
 struct xfer {
     struct hk_out *o;
     CURL *easy;                /* made on the slot's first request */

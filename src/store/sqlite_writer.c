@@ -966,10 +966,10 @@ static void prime_wal(struct sq_store *st)
  * commit, instead of the writer taking the CPU for every first write of a
  * batch and again when its sync returns. The loop offers the CPU at the end
  * of such a turn (sqlite.c: on_turn), and the scheduler's tick still gives
- * the writer its share. Measured on one
- * pinned CPU with the load mix: context switches per request 1.38 -> 0.03,
- * req/s +45% (docs/store-sqlite.md). A refusal (a seccomp profile, say) only
- * costs that. The name is for top -H and /proc. */
+ * the writer its share. Measured on one pinned CPU with the load mix:
+ * context switches per request 1.38 -> 0.03, req/s +45%
+ * (docs/store-sqlite.md). A refusal (a seccomp profile, say) only costs
+ * that. The name is for top -H and /proc. */
 static void writer_yields_to_loops(void)
 {
     (void)pthread_setname_np(pthread_self(), "hookd-sqlite");

@@ -779,8 +779,9 @@ static void sq_close(struct hk_store *s)
 {
     struct sq_store *st = (struct sq_store *)s;
     hk__sq_writer_stop(st);
-    /* The last connection to close checkpoints the WAL into the database
-     * file. */
+    /* Everything goes into the database file; the WAL stays, ready for
+     * the next start's first write (sqlite_writer.c). */
+    hk__sq_writer_leave_wal(st);
     hk__sq_store_free(st);
 }
 

@@ -133,6 +133,9 @@ int hk__sq_writer_start_locked(struct sq_store *st);
 int hk__sq_writer_push(struct sq_store *st, struct sq_loop *sl, struct hk_store_op *op);
 /* Let the writer commit what is queued and end; no loop may be attached. */
 void hk__sq_writer_stop(struct sq_store *st);
+/* After the stop: checkpoint into the database file and leave the WAL
+ * going for the next start (or leave the close to SQLite on a failure). */
+void hk__sq_writer_leave_wal(struct sq_store *st);
 
 /* Copies of `orig` and all it points to (one allocation; the caller frees). */
 struct sq_replay *hk__sq_replay_new(const struct hk_webhook *orig);

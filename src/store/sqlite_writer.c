@@ -944,20 +944,19 @@ static void complete_batch(struct hk_store_op *batch)
     }
 }
 
-/* The first write after an open starts the WAL over: a new header, synced
- * on its own, and the directory synced when the file is new; with
- * synchronous=FULL the commit's own sync comes on top. A write that leaves
- * nothing (write_nothing) does that as the writer starts, beside the rest
- * of the start, with synchronous=NORMAL (its commit is not synced: it has
- * nothing to keep), so that the first webhook after ready finds the WAL
- * going and pays its own sync only. A failure is left to that first write,
- * which reports it. */
+/* The first write after an open pays for the WAL's start: a WAL made anew
+ * has its header synced on its own, and the first sync of the WAL file on
+ * each open also syncs the directory that holds it. A write that leaves
+ * nothing (write_nothing), at the synchronous level asked for, does all
+ * that as the writer starts, beside the rest of the start, so that the
+ * first webhook after ready pays its own commit's sync only. After a clean
+ * close the WAL is already there with a frame in it
+ * (hk__sq_writer_leave_wal), so no header is written: this write appends
+ * and syncs once, the directory with it. A failure is left to that first
+ * write, which reports it. */
 static void prime_wal(struct sq_store *st)
 {
-    sqlite3_exec(st->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
     (void)write_nothing(st);
-    sqlite3_exec(st->db, st->sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", NULL, NULL,
-                 NULL);
 }
 
 /* The writer gives way to the loops. A loop that wakes it keeps its CPU
@@ -1084,6 +1083,26 @@ void hk__sq_writer_stop(struct sq_store *st)
     /* The writer commits whatever is still queued before it exits. */
     if (started)
         uv_thread_join(&st->writer);
+}
+
+/* A clean close leaves the WAL going, so that the next start's first
+ * webhook does not start it over. SQLite's own close would checkpoint and
+ * delete the WAL; the next start would then make it anew, its header
+ * synced on its own on top of the commit's sync. Here everything goes into
+ * the database file first (a TRUNCATE checkpoint: the file is whole and
+ * synced, the WAL empty), then a write that leaves nothing puts a header
+ * and a frame back into the WAL, and the connection closes without its
+ * checkpoint. The database file alone holds every row; the WAL's frame
+ * changes nothing. On any failure the close is SQLite's own. Runs on the
+ * closing thread, after the writer has stopped. */
+void hk__sq_writer_leave_wal(struct sq_store *st)
+{
+    if (!st->db || st->spell != 0)
+        return;
+    if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) != SQLITE_OK)
+        return;
+    if (write_nothing(st) == SQLITE_DONE)
+        (void)sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 }
 
 /* ---- statements ------------------------------------------------------------ */

@@ -5,6 +5,7 @@
 #ifndef HK_API_INT_H
 #define HK_API_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -60,6 +61,10 @@ struct hk_api {
     struct hk_token_rec *file_tokens;
     size_t nfile_tokens;
     struct hk_redis_cfg *redis; /* NULL: sessions in the store */
+    /* Readiness is the pod's, not one loop's: with Redis, ready only while
+     * every loop's client is up (api/health.c). */
+    atomic_int redis_up;        /* loops whose client is up (hk_redis_count_up) */
+    int nloops;                 /* the loops the server runs (as http/server.c counts them) */
     /* Failed credentials per client address, for every loop together: a
      * client's connections land on any loop. The lock is held for a table
      * probe, never across I/O. */

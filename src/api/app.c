@@ -34,8 +34,10 @@ static int loop_start(void *arg, struct hk_worker *w, void **out)
     L->obs = hk_obs_new(&w->loop, (unsigned)a->cfg->metrics_top_sources, a->cfg->access_log);
     uv_timer_init(&w->loop, &L->detach_timer);
     L->detach_timer.data = L;
-    if (a->redis)
+    if (a->redis) {
         L->redis = hk_redis_attach(&w->loop, a->redis);
+        hk_redis_count_up(L->redis, &a->redis_up);
+    }
     /* What can fail was checked at start (hk_api_start_outbound). */
     hk_stream_loop_start(L);
     hk_forward_loop_start(L);
@@ -229,6 +231,9 @@ struct hk_api *hk_api_new(const struct hk_config *cfg, struct hk_store *store, u
     a->cfg = cfg;
     a->store = store;
     a->start_ns = start_ns;
+    /* One loop per thread, and at least one per inherited socket. */
+    a->nloops = cfg->threads > cfg->n_listen_fds ? cfg->threads : cfg->n_listen_fds;
+    atomic_init(&a->redis_up, 0);
     a->limiter = hk_limiter_new();
     pthread_mutex_init(&a->limiter_mu, NULL);
     a->app = (struct hk_app){

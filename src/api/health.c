@@ -9,8 +9,14 @@ static void health(struct hk_req *r, bool live, bool ready, bool started)
     struct hk_api_loop *L = api_loop(r);
     bool store_up = L->sl && hk_store_health(L->sl) == 0;
     /* Sessions live in Redis when it is configured: requests that need one
-     * get 503 while it is down, so the pod is not ready either. */
-    bool redis_up = !L->redis || hk_redis_up(L->redis);
+     * get 503 while it is down, so the pod is not ready either. Each loop
+     * has its own client, and a probe reaches one loop: the pod is ready
+     * only while every loop's client is up, or a probe answered by a loop
+     * whose client is up would call it ready while requests landing on
+     * another one fail (right after the start, as one connects after the
+     * other). This loop's own client decides too, in case the count lags. */
+    bool redis_up = !L->redis || (hk_redis_up(L->redis) &&
+                                  atomic_load_explicit(&L->api->redis_up, memory_order_relaxed) >= L->api->nloops);
     bool up = !ready || (store_up && redis_up);
     struct hk_buf *b = hk_resp_body(r);
     hk_buf_puts(b, up ? "{\"status\":\"UP\",\"checks\":[" : "{\"status\":\"DOWN\",\"checks\":[");

@@ -577,6 +577,7 @@ struct hk_redis {
     uint64_t last_io;           /* loop time of the last reply */
     int nopen;                  /* after detach: handles and requests still to finish */
     atomic_bool up;
+    atomic_int *up_count;   /* the caller's count of clients up (hk_redis_count_up); NULL: none */
     atomic_uint inflight;
     atomic_uint_fast64_t reconnects, timeouts;
 };
@@ -694,6 +695,14 @@ static void drop_context(redisAsyncContext *ac)
     redisAsyncFree(ac);
 }
 
+/* The client's state for hk_redis_up, and the caller's count with it. */
+static void set_up(struct hk_redis *r, bool up)
+{
+    bool was = atomic_exchange_explicit(&r->up, up, memory_order_relaxed);
+    if (was != up && r->up_count)
+        atomic_fetch_add_explicit(r->up_count, up ? 1 : -1, memory_order_relaxed);
+}
+
 /* The connection (or the attempt at one) failed: `status` for every command
  * in flight, one log line if Redis was not already down, a reconnect after
  * the back-off. `own_ac`: whether the context is ours to free (false inside
@@ -710,7 +719,7 @@ static void conn_fail(struct hk_redis *r, int status, const char *why, bool own_
             ac->data = NULL;
     }
     r->state = S_IDLE;
-    atomic_store_explicit(&r->up, false, memory_order_relaxed);
+    set_up(r, false);
     if (!r->down) {
         r->down = true;
         char line[320];
@@ -739,7 +748,7 @@ static void conn_up(struct hk_redis *r)
 {
     r->state = S_UP;
     r->backoff_ms = HK_REDIS_BACKOFF_MIN_MS;
-    atomic_store_explicit(&r->up, true, memory_order_relaxed);
+    set_up(r, true);
     if (r->been_up)
         atomic_fetch_add_explicit(&r->reconnects, 1, memory_order_relaxed);
     r->been_up = true;
@@ -1117,6 +1126,7 @@ struct hk_redis *hk_redis_attach(uv_loop_t *loop, const struct hk_redis_cfg *c)
     uv_timer_init(loop, &r->retry);
     r->retry.data = r;
     atomic_init(&r->up, false);
+    r->up_count = NULL;
     atomic_init(&r->inflight, 0);
     atomic_init(&r->reconnects, 0);
     atomic_init(&r->timeouts, 0);
@@ -1144,7 +1154,7 @@ void hk_redis_detach(struct hk_redis *r)
         drop_context(r->ac);
     r->ac = NULL;
     r->state = S_CLOSED;
-    atomic_store_explicit(&r->up, false, memory_order_relaxed);
+    set_up(r, false);
     struct cmd *list = take_all(r);
     r->nopen = 2 + (r->gai_busy ? 1 : 0);
     uv_close((uv_handle_t *)&r->tick, on_closed);
@@ -1245,6 +1255,12 @@ int hk_redis_sadd_px(struct hk_redis *r, const char *set, size_t setlen, const c
     size_t pexpire_lens[3] = {7, setlen, (size_t)n};
     const struct argv_cmd cmds[2] = {{K_SADD, 3, sadd, sadd_lens}, {K_PEXPIRE, 3, pexpire, pexpire_lens}};
     return submit_n(r, cmds, 2, cb, data);
+}
+
+void hk_redis_count_up(struct hk_redis *r, atomic_int *count)
+{
+    assert(!atomic_load_explicit(&r->up, memory_order_relaxed) && !r->up_count);
+    r->up_count = count;
 }
 
 bool hk_redis_up(const struct hk_redis *r)

@@ -8,6 +8,7 @@
 #ifndef HK_REDIS_H
 #define HK_REDIS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +89,11 @@ struct hk_redis;
  * the caller may free it afterwards. Commands may be submitted at once;
  * they are pipelined behind AUTH/SELECT. Never NULL (OOM aborts). */
 struct hk_redis *hk_redis_attach(uv_loop_t *loop, const struct hk_redis_cfg *c);
+/* Keep *count, the caller's, as the number of clients up: this one adds 1
+ * when it comes up and takes 1 away when it goes down or is detached. Call
+ * right after hk_redis_attach, on the loop's thread; *count must outlive
+ * the client and may be read from any thread. */
+void hk_redis_count_up(struct hk_redis *r, atomic_int *count);
 
 /* Stop the client: every command still in flight has its callback run,
  * from inside this call, with HK_EUNAVAIL (a callback may submit again: it

@@ -1445,6 +1445,61 @@ static bool wait_ready_up(const struct hk_server *s, int n, int ms)
     return false;
 }
 
+/* `INFO clients`' connected_clients of the Redis on `c`. */
+static long long redis_clients(redisContext *c)
+{
+    redisReply *v = redisCommand(c, "INFO clients");
+    cr_assert(v && v->type == REDIS_REPLY_STRING, "INFO clients: no reply");
+    const char *p = strstr(v->str, "connected_clients:");
+    cr_assert(p, "%s", v->str);
+    long long n = strtoll(p + strlen("connected_clients:"), NULL, 10);
+    freeReplyObject(v);
+    return n;
+}
+
+/* Readiness is the pod's, not one loop's. Three loops, and a Redis that
+ * takes three clients, one of them this test's: two loops have their client
+ * up, the third is refused and keeps retrying. Every probe says not ready,
+ * whichever loop answers it (before, the two loops with a client said
+ * ready). Once the third gets in, every probe says ready. */
+Test(auth, readiness_waits_for_every_loops_redis)
+{
+    char url[600], env[650];
+    own_redis_start(url, sizeof url);
+    redisContext *c = redis_open(url);
+    redisReply *v = redisCommand(c, "CONFIG SET maxclients 3");
+    cr_assert(v && v->type == REDIS_REPLY_STATUS, "CONFIG SET maxclients 3 refused");
+    freeReplyObject(v);
+    snprintf(env, sizeof env, "HOOKD_REDIS_URL=%s", url);
+    start_on(&srv, HDRS(env, "HOOKD_THREADS=3"));
+    int64_t end = hk_now_ms() + 5000;
+    while (redis_clients(c) < 3 && hk_now_ms() < end)
+        hk_sleep_ms(20);
+    cr_assert_eq(redis_clients(c), 3, "two of hookd's loops did not connect");
+    hk_sleep_ms(100);
+    int up = 0;
+    for (int i = 0; i < 30; i++) {
+        struct hk_resp r;
+        struct hk_req q = {.path = "/q/health/ready", .timeout_ms = 2000};
+        hk_request(&srv, NULL, &q, &r);
+        cr_assert_eq(r.curl_rc, CURLE_OK);
+        if (r.status == 200)
+            up++;
+        else
+            cr_assert(r.status == 503 && strstr(r.body, "{\"name\":\"redis\",\"status\":\"DOWN\"}"),
+                      "%d %s", r.status, r.body);
+        hk_resp_free(&r);
+    }
+    cr_assert_eq(up, 0, "%d of 30 probes said ready with one loop's Redis client refused", up);
+
+    v = redisCommand(c, "CONFIG SET maxclients 100");
+    cr_assert(v && v->type == REDIS_REPLY_STATUS, "CONFIG SET maxclients 100 refused");
+    freeReplyObject(v);
+    redisFree(c);
+    cr_assert(wait_ready_up(&srv, 9, 15000), "not ready within 15 s once every loop could connect");
+    assert_ready(&srv, true);
+}
+
 Test(auth, redis_going_away_under_load_gives_503_then_recovers)
 {
     char url[600], env[650];

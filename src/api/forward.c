@@ -120,6 +120,7 @@ struct hk_fwd_loop {
     unsigned nfree;
     unsigned live;                   /* sends in flight on this loop (request or settle) */
     bool stopping;
+    uint64_t rng;                    /* retry jitter (next_jitter), seeded from getrandom */
     /* Settles the store turned away (busy, down), submitted again soon. */
     struct send *retry;
     struct batch *bretry;
@@ -152,6 +153,21 @@ static uint64_t rnd64(void)
     if (getrandom(&v, sizeof v, GRND_NONBLOCK) != sizeof v)
         v = hk_mono_ns() * UINT64_C(0x9E3779B97F4A7C15);
     return v;
+}
+
+/* The random draw behind a retry's jitter (full jitter: a uniform delay
+ * below the back-off). Every outcome asks for one, a delivery too, so it
+ * comes from the loop's own xorshift64* generator, seeded once from
+ * getrandom, not from a system call per request. Nothing secret depends on
+ * it: it only spreads retries out. */
+static uint64_t next_jitter(struct hk_fwd_loop *fl)
+{
+    uint64_t x = fl->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    fl->rng = x;
+    return x * UINT64_C(0x2545F4914F6CDD1D);
 }
 
 /* ---- the process --------------------------------------------------------- */
@@ -586,7 +602,7 @@ static void sent(struct hk_out_req *req, const struct hk_out_result *res)
     enum hk_retry_verdict v = res->err == HK_EINVAL
                                   ? HK_RETRY_FAIL
                                   : hk_retry_decide(&f->policy, (uint32_t)s->attempts + 1, age_ms, res->status,
-                                                    res->retry_after_ms, rnd64(), &delay_ms);
+                                                    res->retry_after_ms, next_jitter(fl), &delay_ms);
     if (v != HK_RETRY_DELIVERED)
         hk_retry_reason(res->status, res->err, res->error, s->error, sizeof s->error);
     switch (v) {
@@ -980,6 +996,7 @@ void hk_forward_loop_start(struct hk_api_loop *L)
         abort();
     fl->f = f;
     fl->L = L;
+    fl->rng = rnd64() | 1;   /* xorshift's state must not be 0 */
     const struct hk_config *cfg = L->api->cfg;
     struct hk_out_opts o = {.max_conns = L->api->fwd->total,
                             .connect_ms = cfg->forward_connect_timeout_ms,

@@ -1099,6 +1099,10 @@ void hk__sq_writer_leave_wal(struct sq_store *st)
 {
     if (!st->db || st->spell != 0)
         return;
+    /* A TRUNCATE checkpoint waits for every reader; one in another process
+     * (a sqlite3 shell in a long transaction) must not hold up the stop:
+     * busy at once means SQLite's own close, which does not wait. */
+    (void)sqlite3_busy_timeout(st->db, 0);
     if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) != SQLITE_OK)
         return;
     if (write_nothing(st) == SQLITE_DONE)

@@ -3691,6 +3691,37 @@ Test(store_sqlite, the_wal_is_ready_before_the_first_write)
     rm_dir(&c);
 }
 
+/* A reader in another connection (a sqlite3 shell, say) in a long
+ * transaction at the stop: the close does not wait for it (the TRUNCATE
+ * checkpoint would, for the busy timeout), loses nothing, and leaves the
+ * WAL to SQLite's own close. */
+Test(store_sqlite, a_reader_holding_a_transaction_does_not_hold_up_the_close)
+{
+    struct ctx c;
+    ctx_init(&c);
+    c.busy_ms = 5000;
+    ctx_open(&c, true);
+    insert(&c, "gh", "push", "{}");
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open_v2(c.path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM webhooks", -1, &q, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+    cr_assert_eq(sqlite3_column_int(q, 0), 1);
+    sqlite3_finalize(q);
+    insert(&c, "gh", "push", "{}");   /* the reader's snapshot is now behind */
+    uint64_t t0 = hk_mono_ns();
+    ctx_close(&c);
+    double secs = (double)(hk_mono_ns() - t0) / 1e9;
+    cr_assert_lt(secs, 2.0, "the close waited %.2f s for a reader", secs);
+    cr_assert_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM webhooks"), 2);
+    cr_assert_eq(sql_int(c.path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
+    rm_dir(&c);
+}
+
 /* A clean close now leaves a WAL behind. Removing the database file to
  * start afresh must still start afresh: SQLite drops a WAL that sits beside
  * an empty database (its pager does, on open) instead of reading those

@@ -50,6 +50,7 @@ struct sq_store {
     uv_thread_t writer;
     bool writer_started;            /* guarded by mu */
     bool sync_full;                 /* synchronous=FULL, else NORMAL (set at open) */
+    bool wal_going;                 /* the WAL had frames at open (a clean close leaves it so) */
     int busy_ms;
     atomic_int health;              /* 0, or HK_EUNAVAIL while `spell` lasts */
     atomic_int read_spell;          /* 0, or the code the failing reads get */

@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,21 @@ static int vacuum_convert(struct sq_store *st)
     return rc;
 }
 
+/* Whether the WAL beside `path` holds a frame (more than its 32-byte
+ * header): then the next write appends to it. */
+static bool wal_has_frames(const char *path)
+{
+    size_t n = strlen(path) + sizeof "-wal";
+    char *p = malloc(n);
+    if (!p)
+        return false;
+    snprintf(p, n, "%s-wal", path);
+    struct stat sb;
+    bool yes = stat(p, &sb) == 0 && sb.st_size > 32;
+    free(p);
+    return yes;
+}
+
 struct hk_store *hk_sqlite_open(const struct hk_sqlite_opts *opts, char *errbuf, size_t errlen)
 {
     size_t queue_max;
@@ -347,6 +363,8 @@ struct hk_store *hk_sqlite_open(const struct hk_sqlite_opts *opts, char *errbuf,
         rc = set_sync(st, opts->sync_full, fresh);
     if (rc == SQLITE_OK)
         rc = hk__sq_writer_prepare(st);
+    if (rc == SQLITE_OK && !fresh)
+        st->wal_going = wal_has_frames(st->path);
     if (rc == SQLITE_OK) {
         /* Now, so that it readies the WAL beside the rest of the start
          * (sqlite_writer.c: prime_wal). Retried by the first write. */
@@ -354,6 +372,10 @@ struct hk_store *hk_sqlite_open(const struct hk_sqlite_opts *opts, char *errbuf,
         if (hk__sq_writer_start_locked(st) < 0)
             hk_warn("sqlite: cannot start the writer thread", NULL);
         uv_mutex_unlock(&st->mu);
+        /* The writer's first steps start the WAL's syncs (prime_wal): let
+         * it take them now, so that they run beside the rest of the start
+         * rather than after it, when the first webhook may be here. */
+        sched_yield();
     }
     if (rc != SQLITE_OK) {
         if (errbuf[0] == '\0')

@@ -944,18 +944,27 @@ static void complete_batch(struct hk_store_op *batch)
     }
 }
 
-/* The first write after an open pays for the WAL's start: a WAL made anew
- * has its header synced on its own, and the first sync of the WAL file on
- * each open also syncs the directory that holds it. A write that leaves
- * nothing (write_nothing), at the synchronous level asked for, does all
- * that as the writer starts, beside the rest of the start, so that the
- * first webhook after ready pays its own commit's sync only. After a clean
- * close the WAL is already there with a frame in it
- * (hk__sq_writer_leave_wal), so no header is written: this write appends
- * and syncs once, the directory with it. A failure is left to that first
- * write, which reports it. */
+/* The first write after an open pays for the WAL's start: the first sync
+ * of the WAL file on each open also syncs the directory that holds it, and
+ * a WAL started anew has its header synced on its own before that. The
+ * writer does it first thing, beside the rest of the start, so that the
+ * first webhook after ready pays its own commit's sync only:
+ * - a WAL that has frames (a clean close leaves one so:
+ *   hk__sq_writer_leave_wal) is appended to by the next write, with no new
+ *   header: one sync of the WAL file (SQLite's own xSync, which syncs the
+ *   directory with it) is all there is to do, and it costs no transaction;
+ * - else a write that leaves nothing (write_nothing), at the synchronous
+ *   level asked for, starts the WAL.
+ * A failure is left to the first write, which reports it. */
 static void prime_wal(struct sq_store *st)
 {
+    sqlite3_file *wal = NULL;
+    if (st->wal_going &&
+        sqlite3_file_control(st->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK && wal &&
+        wal->pMethods) {
+        (void)wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+        return;
+    }
     (void)write_nothing(st);
 }
 
